@@ -1,0 +1,147 @@
+//! Command line: `ghostline` (the language server over stdio), `complete`, `demo`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+use crate::config::{self, Options};
+use crate::engine::Engine;
+use crate::lsp::encoding::{self, Encoding};
+use crate::model::{CancelFlag, ModelHandle, ModelStatus, Sampling};
+
+#[derive(Parser)]
+#[command(name = "ghostline", version, about = "A local-first AI coding language server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the language server over stdio (the default).
+    Lsp,
+    /// Complete FILE at a position and print the suggestion: the same engine, no LSP.
+    Complete {
+        file: PathBuf,
+        /// Zero-based line.
+        #[arg(long)]
+        line: u32,
+        /// Zero-based character in the line, in UTF-16 code units (as LSP counts by default).
+        #[arg(long)]
+        character: u32,
+        /// Print one JSON object with the text and its timings.
+        #[arg(long)]
+        json: bool,
+        /// GGUF model file (default: $GHOSTLINE_MODEL).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        #[arg(long)]
+        max_tokens: Option<u32>,
+        #[arg(long)]
+        threads: Option<u32>,
+    },
+    /// Drive the real language server over stdio through a scripted typing session and print
+    /// each suggestion with its latency.
+    Demo {
+        /// GGUF model file (default: $GHOSTLINE_MODEL).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// The typing script (default: fixtures/demo/typing.json).
+        #[arg(long)]
+        script: Option<PathBuf>,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match cli.command.unwrap_or(Command::Lsp) {
+        Command::Lsp => {
+            runtime.block_on(crate::lsp::serve_stdio());
+            ExitCode::SUCCESS
+        }
+        Command::Complete { file, line, character, json, model, max_tokens, threads } => {
+            let mut options = Options::default();
+            options.model.path = model;
+            options.model.threads = threads;
+            options.completion.max_tokens = max_tokens;
+            let config = options.resolve(config::env_model());
+            match runtime.block_on(complete(&file, line, character, &config)) {
+                Ok(out) => {
+                    if json {
+                        println!("{out}");
+                    } else {
+                        println!("{}", out["text"].as_str().unwrap_or_default());
+                        eprintln!(
+                            "prompt {} tokens ({} reused), TTFT {:.1} ms, decode {:.1} tok/s, total {:.1} ms",
+                            out["prompt_tokens"], out["reused_tokens"], out["ttft_ms"].as_f64().unwrap_or(0.0),
+                            out["decode_tokens_per_s"].as_f64().unwrap_or(0.0), out["total_ms"].as_f64().unwrap_or(0.0)
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(message) => {
+                    eprintln!("ghostline: {message}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Demo { model, script } => match crate::demo::run(model, script) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("ghostline demo: {message}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+/// Logs go to stderr (stdout carries the protocol). `GHOSTLINE_LOG` takes a tracing filter.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GHOSTLINE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,ghostline=info"));
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).with_ansi(false).init();
+}
+
+async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Config) -> Result<serde_json::Value, String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", file.display()))?;
+    let rope = ropey::Rope::from_str(&text);
+    let pos = tower_lsp_server::gen_lsp_types::Position { line, character };
+    let cursor_char = encoding::to_char(&rope, pos, Encoding::Utf16).map_err(|e| e.to_string())?;
+    let cursor = rope.char_to_byte(cursor_char);
+
+    let model = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
+    let info = match model.wait_loaded().await {
+        ModelStatus::Ready(info) => info,
+        ModelStatus::NotConfigured => {
+            return Err(format!("no model: pass --model or set {}", config::MODEL_ENV));
+        }
+        ModelStatus::Failed(message) => return Err(message),
+        ModelStatus::Loading { .. } => unreachable!("wait_loaded returns a final status"),
+    };
+    let engine = Engine::new(model, config.completion.clone());
+    let s = engine.complete(&text, cursor, CancelFlag::new()).await.map_err(|e| e.to_string())?;
+    let t = &s.timings;
+    Ok(json!({
+        "text": s.text,
+        "prompt_tokens": t.prompt_tokens,
+        "reused_tokens": t.reused_tokens,
+        "prefill_tokens": t.prefill_tokens,
+        "ttft_ms": t.ttft_ms,
+        "generated_tokens": t.generated_tokens,
+        "decode_tokens_per_s": t.decode_tokens_per_s,
+        "total_ms": t.total_ms,
+        "model": info.path,
+        "format": info.format,
+        "threads": info.threads,
+        "n_ctx": info.n_ctx,
+    }))
+}

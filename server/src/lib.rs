@@ -1,0 +1,16 @@
+//! ghostline: a local-first AI coding language server.
+//!
+//! Where a keystroke goes: `lsp` (protocol, documents, positions) → `engine` → `context`
+//! (which text) → `prompt` (which tokens, FIM or not) → `model` (the llama.cpp thread) →
+//! `postprocess` (where the suggestion ends) → back through `lsp` as ghost text.
+
+pub mod cli;
+pub mod config;
+pub mod context;
+pub mod demo;
+pub mod engine;
+pub mod lsp;
+pub mod model;
+pub mod postprocess;
+pub mod prompt;
+pub mod stdio_client;

@@ -1,0 +1,371 @@
+//! The language server: LSP over stdio (tower-lsp-server), turning editor requests into engine
+//! calls. The only module that knows LSP types.
+//!
+//! A keystroke arrives as `didChange` (applied at once, before any await), then as
+//! `textDocument/inlineCompletion` (VS Code, Neovim 0.12) or `textDocument/completion` (Helix
+//! and older clients). Each completion snapshots a window of its document, supersedes the
+//! previous request on that document, asks the [`Engine`], and drops its answer if the document
+//! moved on meanwhile.
+
+pub mod document;
+pub mod encoding;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::Value;
+use tower_lsp_server::gen_lsp_types::*;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::{Client, LanguageServer, LspService, Server};
+
+use crate::config::{self, Config};
+use crate::engine::{Engine, Suggestion};
+use crate::model::{CancelFlag, GenerateError, ModelHandle, ModelStatus, Sampling};
+use document::Document;
+use encoding::Encoding;
+
+/// Runs the server on stdin/stdout until the client exits.
+pub async fn serve_stdio() {
+    let (service, socket) = LspService::new(Backend::new);
+    Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+}
+
+pub struct Backend {
+    client: Client,
+    docs: Mutex<HashMap<Uri, Document>>,
+    encoding: RwLock<Encoding>,
+    config: RwLock<Config>,
+    engine: RwLock<Option<Arc<Engine>>>,
+    /// The running completion per document; a newer one cancels it.
+    inflight: Mutex<HashMap<Uri, CancelFlag>>,
+    /// Set in `initialize`, shown once the client is ready for messages.
+    init_messages: Mutex<Vec<(MessageType, String)>>,
+    work_done_progress: RwLock<bool>,
+}
+
+/// Cancels a request's model work when its future is dropped (e.g. on `$/cancelRequest`).
+struct CancelOnDrop(CancelFlag);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// A suggestion placed in the document.
+struct Placed {
+    suggestion: Suggestion,
+    cursor: Position,
+    /// Start of the identifier that ends at the cursor, and its text.
+    word_start: Position,
+    word: String,
+}
+
+impl Backend {
+    fn new(client: Client) -> Self {
+        Backend {
+            client,
+            docs: Mutex::default(),
+            encoding: RwLock::default(),
+            config: RwLock::new(Config::default()),
+            engine: RwLock::default(),
+            inflight: Mutex::default(),
+            init_messages: Mutex::default(),
+            work_done_progress: RwLock::new(false),
+        }
+    }
+
+    /// Parses settings; reports unknown keys as a logged warning and bad values as an error.
+    fn read_settings(&self, value: &Value) -> std::result::Result<Config, String> {
+        let parsed = config::parse(value)?;
+        if !parsed.unknown_keys.is_empty() {
+            tracing::warn!(keys = ?parsed.unknown_keys, "ignoring unknown ghostline settings");
+        }
+        Ok(parsed.options.resolve(config::env_model()))
+    }
+
+    /// (Re)starts the model with the current configuration and reports its loading.
+    fn start_model(&self) {
+        let config = self.config.read().unwrap().clone();
+        let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
+        let status = handle.status();
+        let engine = Arc::new(Engine::new(handle, config.completion.clone()));
+        let old = self.engine.write().unwrap().replace(engine);
+        if let Some(old) = old {
+            // Joining the old model thread may wait for its current job: not on the runtime.
+            tokio::task::spawn_blocking(move || drop(old));
+        }
+        let client = self.client.clone();
+        let progress = *self.work_done_progress.read().unwrap();
+        tokio::spawn(report_model_status(client, status, progress));
+    }
+
+    fn engine(&self) -> Option<Arc<Engine>> {
+        self.engine.read().unwrap().clone()
+    }
+
+    /// Shared path of both completion requests.
+    async fn suggest(&self, params: &TextDocumentPositionParams) -> Result<Option<Placed>> {
+        let enc = *self.encoding.read().unwrap();
+        let uri = &params.text_document.uri;
+        let Some(engine) = self.engine() else { return Ok(None) };
+        if !self.config.read().unwrap().completion.enabled {
+            return Ok(None);
+        }
+        let (snap, word_start, word) = {
+            let docs = self.docs.lock().unwrap();
+            let doc = docs
+                .get(uri)
+                .ok_or_else(|| Error::invalid_params(format!("unknown document: {}", uri.0.as_str())))?;
+            let before = engine.config.lines_before as usize;
+            let after = engine.config.lines_after as usize;
+            let snap = doc
+                .snapshot(params.position, enc, before, after)
+                .map_err(|e| Error::invalid_params(e.to_string()))?;
+            let line_start = snap.text[..snap.cursor].rfind('\n').map_or(0, |i| i + 1);
+            let word: String = snap.text[line_start..snap.cursor]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let word_start = encoding::from_char(&doc.rope, snap.cursor_char - word.chars().count(), enc);
+            (snap, word_start, word)
+        };
+        let cursor = {
+            let docs = self.docs.lock().unwrap();
+            encoding::from_char(&docs[uri].rope, snap.cursor_char, enc)
+        };
+
+        let cancel = CancelFlag::new();
+        if let Some(previous) = self.inflight.lock().unwrap().insert(uri.clone(), cancel.clone()) {
+            previous.cancel();
+        }
+        let _guard = CancelOnDrop(cancel.clone());
+        let result = engine.complete(&snap.text, snap.cursor, cancel).await;
+        let current = self.docs.lock().unwrap().get(uri).map(|d| d.version);
+        match result {
+            Ok(suggestion) if current == Some(snap.version) && !suggestion.text.is_empty() => {
+                tracing::debug!(
+                    ttft_ms = suggestion.timings.ttft_ms,
+                    total_ms = suggestion.timings.total_ms,
+                    prompt_tokens = suggestion.timings.prompt_tokens,
+                    reused = suggestion.timings.reused_tokens,
+                    "suggestion"
+                );
+                Ok(Some(Placed { suggestion, cursor, word_start, word }))
+            }
+            Ok(_) | Err(GenerateError::Cancelled) | Err(GenerateError::Unavailable(_)) => Ok(None),
+            Err(e @ GenerateError::Failed(_)) => {
+                tracing::error!("{e}");
+                Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.to_string().into(), data: None })
+            }
+        }
+    }
+}
+
+/// Follows the model's status: `$/progress` while it loads (when the client supports it), and
+/// `window/showMessage` when it fails or is not configured.
+async fn report_model_status(client: Client, mut status: tokio::sync::watch::Receiver<ModelStatus>, progress: bool) {
+    let mut ongoing = None;
+    if progress && matches!(*status.borrow(), ModelStatus::Loading { .. }) {
+        let token = ProgressToken::String(format!("ghostline/model-load/{}", std::process::id()));
+        if client.create_work_done_progress(token.clone()).await.is_ok() {
+            ongoing = Some(client.progress(token, "ghostline: loading model").with_percentage(0).begin().await);
+        }
+    }
+    loop {
+        let current = status.borrow_and_update().clone();
+        match current {
+            ModelStatus::Loading { progress } => {
+                if let Some(p) = &ongoing {
+                    p.report((progress * 100.0) as u32).await;
+                }
+            }
+            ModelStatus::Ready(info) => {
+                if let Some(p) = ongoing.take() {
+                    p.finish_with_message(format!("ready: {}", info.format)).await;
+                }
+                client
+                    .log_message(MessageType::Info, format!("ghostline: model ready ({}, {}, {} ms)", info.path.display(), info.format, info.load_ms.round()))
+                    .await;
+                return;
+            }
+            ModelStatus::Failed(message) => {
+                if let Some(p) = ongoing.take() {
+                    p.finish_with_message("failed").await;
+                }
+                client.show_message(MessageType::Error, format!("ghostline: {message}")).await;
+                return;
+            }
+            ModelStatus::NotConfigured => {
+                client
+                    .show_message(
+                        MessageType::Warning,
+                        format!("ghostline: no model configured; set `model.path` in the settings or the {} environment variable", config::MODEL_ENV),
+                    )
+                    .await;
+                return;
+            }
+        }
+        if status.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let general = params.capabilities.general.as_ref();
+        let enc = Encoding::negotiate(general.and_then(|g| g.position_encodings.as_deref()));
+        *self.encoding.write().unwrap() = enc;
+        *self.work_done_progress.write().unwrap() =
+            params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
+        let options = params.initialization_options.unwrap_or(Value::Null);
+        match self.read_settings(&options) {
+            Ok(config) => *self.config.write().unwrap() = config,
+            Err(message) => {
+                tracing::error!("{message}");
+                let defaults = config::Options::default().resolve(config::env_model());
+                *self.config.write().unwrap() = defaults;
+                self.init_messages.lock().unwrap().push((MessageType::Error, format!("ghostline: {message}; using defaults")));
+            }
+        }
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                position_encoding: Some(enc.kind()),
+                text_document_sync: Some(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::Incremental),
+                        ..Default::default()
+                    }
+                    .into(),
+                ),
+                completion_provider: Some(CompletionOptions::default()),
+                inline_completion_provider: Some(true.into()),
+                ..Default::default()
+            },
+            server_info: Some(ServerInfo { name: "ghostline".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let messages = std::mem::take(&mut *self.init_messages.lock().unwrap());
+        for (kind, message) in messages {
+            self.client.show_message(kind, message).await;
+        }
+        self.start_model();
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        for flag in self.inflight.lock().unwrap().values() {
+            flag.cancel();
+        }
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let d = params.text_document;
+        let language: String = d.language_id.into();
+        self.docs.lock().unwrap().insert(d.uri, Document::new(&d.text, d.version, language));
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let enc = *self.encoding.read().unwrap();
+        let uri = params.text_document.text_document_identifier.uri;
+        let mut docs = self.docs.lock().unwrap();
+        let Some(doc) = docs.get_mut(&uri) else {
+            tracing::warn!(uri = uri.0.as_str(), "didChange for a document that is not open");
+            return;
+        };
+        for change in &params.content_changes {
+            doc.apply(change, enc);
+        }
+        doc.version = params.text_document.version;
+        drop(docs);
+        // The text moved on: whatever was computing for the old text is wasted work.
+        if let Some(flag) = self.inflight.lock().unwrap().get(&uri) {
+            flag.cancel();
+        }
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        let uri = params.text_document.uri;
+        self.docs.lock().unwrap().remove(&uri);
+        if let Some(flag) = self.inflight.lock().unwrap().remove(&uri) {
+            flag.cancel();
+        }
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        match self.read_settings(&params.settings) {
+            Ok(new) => {
+                let restart = {
+                    let mut config = self.config.write().unwrap();
+                    let restart = config.model != new.model || config.completion != new.completion;
+                    *config = new;
+                    restart
+                };
+                if restart {
+                    self.start_model();
+                }
+            }
+            Err(message) => {
+                tracing::error!("{message}");
+                self.client.show_message(MessageType::Error, format!("ghostline: {message}; keeping the previous settings")).await;
+            }
+        }
+    }
+
+    async fn inline_completion(&self, params: InlineCompletionParams) -> Result<Option<InlineCompletionResponse>> {
+        let Some(placed) = self.suggest(&params.text_document_position_params).await? else {
+            return Ok(None);
+        };
+        let item = InlineCompletionItem {
+            insert_text: placed.suggestion.text.into(),
+            filter_text: None,
+            range: Some(Range { start: placed.cursor, end: placed.cursor }),
+            command: None,
+        };
+        Ok(Some(InlineCompletionList { items: vec![item] }.into()))
+    }
+
+    async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let Some(placed) = self.suggest(&params.text_document_position_params).await? else {
+            return Ok(None);
+        };
+        Ok(Some(completion_list(placed).into()))
+    }
+}
+
+/// The suggestion as a completion item for clients without ghost text (Helix): it replaces
+/// the word before the cursor with that word plus the suggestion, so the client's fuzzy filter
+/// (which matches `filterText` against the typed word) keeps it in the list.
+fn completion_list(placed: Placed) -> CompletionList {
+    let new_text = format!("{}{}", placed.word, placed.suggestion.text);
+    let first_line = new_text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let mut label: String = first_line.chars().take(80).collect();
+    if new_text.trim().contains('\n') || first_line.chars().count() > 80 {
+        label.push('…');
+    }
+    let filter_text = new_text.lines().next().unwrap_or("").to_owned();
+    let item = CompletionItem {
+        label,
+        kind: Some(CompletionItemKind::Snippet),
+        detail: Some(format!("ghostline · {:.0} ms", placed.suggestion.timings.total_ms)),
+        documentation: Some(
+            MarkupContent { kind: MarkupKind::PlainText, value: new_text.clone() }.into(),
+        ),
+        filter_text: Some(filter_text),
+        sort_text: Some("0".into()),
+        preselect: Some(true),
+        insert_text_format: Some(InsertTextFormat::PlainText),
+        text_edit: Some(TextEdit { range: Range { start: placed.word_start, end: placed.cursor }, new_text }.into()),
+        ..Default::default()
+    };
+    // Incomplete: the client asks again as the user types, so the suggestion follows the text.
+    CompletionList { is_incomplete: true, items: vec![item], ..Default::default() }
+}

@@ -1,0 +1,310 @@
+//! The model thread: loads the GGUF with llama.cpp, keeps one context and its KV cache, and
+//! serves generation jobs one at a time, reusing the longest cached token prefix.
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::sync::{mpsc, OnceLock};
+use std::time::Instant;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use tokio::sync::watch;
+
+use super::{check_model_file, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
+use crate::config::ModelConfig;
+use crate::prompt::{self, PromptFormat, Token};
+
+/// llama.cpp's backend may be initialised once per process.
+fn backend() -> Result<&'static LlamaBackend, String> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|e| format!("cannot initialise llama.cpp: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Entry point of the model thread.
+pub(super) fn run(
+    path: PathBuf,
+    config: ModelConfig,
+    sampling: Sampling,
+    status: watch::Sender<ModelStatus>,
+    jobs: mpsc::Receiver<Job>,
+) {
+    let started = Instant::now();
+    let loaded = backend().and_then(|backend| {
+        check_model_file(&path)?;
+        let progress = status.clone();
+        let params = LlamaModelParams::default().with_progress_callback(move |p| {
+            progress.send_replace(ModelStatus::Loading { progress: p });
+            true
+        });
+        let model = LlamaModel::load_from_file(backend, &path, &params).map_err(|e| {
+            format!("llama.cpp could not load the model file {}: the file is truncated, corrupt or of an unsupported architecture ({e})", path.display())
+        })?;
+        Ok((backend, model))
+    });
+    let (backend, model) = match loaded {
+        Ok(v) => v,
+        Err(message) => return fail(message, &status, jobs),
+    };
+    let mut worker = match Worker::new(backend, &model, &path, &config, sampling) {
+        Ok(w) => w,
+        Err(message) => return fail(message, &status, jobs),
+    };
+    let info = ModelInfo {
+        path: path.clone(),
+        format: worker.format.to_string(),
+        n_ctx: worker.ctx.n_ctx(),
+        n_ctx_train: model.n_ctx_train(),
+        threads: config.threads,
+        load_ms: started.elapsed().as_secs_f64() * 1e3,
+    };
+    tracing::info!(path = %path.display(), format = %info.format, n_ctx = info.n_ctx, threads = info.threads, load_ms = info.load_ms, "model ready");
+    status.send_replace(ModelStatus::Ready(info));
+
+    while let Ok(Job { request, reply }) = jobs.recv() {
+        let result = if request.cancel.is_cancelled() {
+            Err(GenerateError::Cancelled)
+        } else {
+            worker.generate(&request)
+        };
+        let _ = reply.send(result);
+    }
+    tracing::debug!("model thread exits");
+}
+
+/// Reports a load failure and answers every queued or later job with it.
+fn fail(message: String, status: &watch::Sender<ModelStatus>, jobs: mpsc::Receiver<Job>) {
+    tracing::error!("{message}");
+    status.send_replace(ModelStatus::Failed(message.clone()));
+    while let Ok(job) = jobs.recv() {
+        let _ = job.reply.send(Err(GenerateError::Unavailable(message.clone())));
+    }
+}
+
+struct Worker<'m> {
+    model: &'m LlamaModel,
+    ctx: LlamaContext<'m>,
+    format: PromptFormat,
+    bos: Option<Token>,
+    /// Tokens beyond the vocabulary's end-of-generation set that end a FIM completion.
+    extra_stops: Vec<Token>,
+    /// Tokens whose KV entries are in the context, in position order.
+    cached: Vec<LlamaToken>,
+    batch: LlamaBatch<'static>,
+    n_batch: usize,
+    sampling: Sampling,
+}
+
+impl<'m> Worker<'m> {
+    fn new(
+        backend: &LlamaBackend,
+        model: &'m LlamaModel,
+        path: &std::path::Path,
+        config: &ModelConfig,
+        sampling: Sampling,
+    ) -> Result<Self, String> {
+        let n_ctx = config.context_size.min(model.n_ctx_train().max(256));
+        let n_batch = config.batch_size.min(n_ctx);
+        let threads = config.threads as i32;
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_batch)
+            .with_n_ubatch(n_batch)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let ctx = model
+            .new_context(backend, params)
+            .map_err(|e| format!("cannot create a llama.cpp context of {n_ctx} tokens for {}: {e}", path.display()))?;
+
+        let vocab = model.vocab();
+        let marker = |t: LlamaToken| -> Option<(Token, String)> {
+            if t.0 < 0 {
+                return None;
+            }
+            let text = vocab.text(t).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+            Some((t.0, text))
+        };
+        let (pre, suf, mid) = (marker(vocab.fim_pre()), marker(vocab.fim_suf()), marker(vocab.fim_mid()));
+        fn as_ref(m: &Option<(Token, String)>) -> prompt::Marker<'_> {
+            m.as_ref().map(|(t, s)| (*t, s.as_str()))
+        }
+        let format = prompt::detect(as_ref(&pre), as_ref(&suf), as_ref(&mid));
+        let extra_stops = [vocab.fim_pad(), vocab.fim_rep(), vocab.fim_sep()]
+            .into_iter()
+            .filter(|t| t.0 >= 0)
+            .map(|t| t.0)
+            .collect();
+        let bos = vocab.should_add_bos().then(|| vocab.bos().0);
+        let mut worker = Worker {
+            model,
+            ctx,
+            format,
+            bos,
+            extra_stops,
+            cached: Vec::new(),
+            batch: LlamaBatch::new(n_batch as usize, 1),
+            n_batch: n_batch as usize,
+            sampling,
+        };
+        worker.warm_up()?;
+        Ok(worker)
+    }
+
+    /// One small decode so that the first real request does not pay one-time set-up costs.
+    fn warm_up(&mut self) -> Result<(), String> {
+        let tokens = self.tokenize("def main():\n    ");
+        self.prefill(&tokens, &super::CancelFlag::new()).map_err(|e| format!("warm-up decode failed: {e}"))?;
+        Ok(())
+    }
+
+    fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
+        self.model.vocab().tokenize(text.as_bytes(), false, false)
+    }
+
+    fn generate(&mut self, request: &GenerateRequest) -> Result<Generation, GenerateError> {
+        let start = Instant::now();
+        let mut timings = Timings::default();
+        let prefix: Vec<Token> = self.tokenize(&request.parts.prefix).iter().map(|t| t.0).collect();
+        let suffix: Vec<Token> = if self.format.uses_suffix() {
+            self.tokenize(&request.parts.suffix).iter().map(|t| t.0).collect()
+        } else {
+            Vec::new()
+        };
+        let n_ctx = self.ctx.n_ctx() as usize;
+        let max_tokens = (request.max_tokens as usize).min(n_ctx / 2);
+        let budget = n_ctx - max_tokens - 1;
+        let prompt: Vec<LlamaToken> =
+            self.format.assemble(self.bos, &prefix, &suffix, budget).into_iter().map(LlamaToken).collect();
+        if prompt.is_empty() {
+            return Ok(Generation { text: String::new(), timings });
+        }
+        timings.prompt_tokens = prompt.len();
+
+        let reused = self.prefill(&prompt, &request.cancel).map_err(|e| match e {
+            PrefillError::Cancelled => GenerateError::Cancelled,
+            PrefillError::Decode(m) => GenerateError::Failed(m),
+        })?;
+        timings.reused_tokens = reused;
+        timings.prefill_tokens = prompt.len() - reused;
+
+        // Greedy with a repetition penalty over the generated tokens: no randomness anywhere.
+        let mut sampler = LlamaSampler::chain_simple([
+            LlamaSampler::penalties(
+                self.model.n_vocab(),
+                self.sampling.repeat_last_n as i32,
+                self.sampling.repeat_penalty,
+                0.0,
+                0.0,
+            ),
+            LlamaSampler::greedy(),
+        ]);
+        let vocab = self.model.vocab();
+        let mut bytes = Vec::new();
+        let mut text_len = 0;
+        let mut logits_at = self.batch.n_tokens() - 1;
+        let mut first_token_at = None;
+        for _ in 0..max_tokens {
+            if request.cancel.is_cancelled() {
+                return Err(GenerateError::Cancelled);
+            }
+            let token = sampler.sample(&self.ctx, logits_at);
+            first_token_at.get_or_insert_with(Instant::now);
+            if vocab.is_eog(token) || self.extra_stops.contains(&token.0) {
+                break;
+            }
+            timings.generated_tokens += 1;
+            vocab.token_to_piece_into(token, &mut bytes, false, None);
+            let text = valid_utf8_prefix(&bytes);
+            text_len = text.len();
+            if let Some(cut) = request.stop.check(text) {
+                text_len = cut;
+                break;
+            }
+            if self.cached.len() + 1 >= n_ctx {
+                break;
+            }
+            self.batch.clear();
+            self.batch
+                .add(token, self.cached.len() as i32, &[0], true)
+                .map_err(|e| GenerateError::Failed(e.to_string()))?;
+            self.ctx.decode(&mut self.batch).map_err(|e| GenerateError::Failed(e.to_string()))?;
+            self.cached.push(token);
+            logits_at = 0;
+        }
+        let end = Instant::now();
+        let first = first_token_at.unwrap_or(end);
+        timings.ttft_ms = (first - start).as_secs_f64() * 1e3;
+        timings.total_ms = (end - start).as_secs_f64() * 1e3;
+        if timings.generated_tokens > 1 {
+            timings.decode_tokens_per_s = (timings.generated_tokens - 1) as f64 / (end - first).as_secs_f64().max(1e-9);
+        }
+        let text = valid_utf8_prefix(&bytes)[..text_len].to_owned();
+        Ok(Generation { text, timings })
+    }
+
+    /// Brings the KV cache to exactly `prompt`, decoding only what differs from what is cached,
+    /// and leaves the batch holding the last prompt token's logits. Returns the reused count.
+    fn prefill(&mut self, prompt: &[LlamaToken], cancel: &super::CancelFlag) -> Result<usize, PrefillError> {
+        let mut keep = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count();
+        // The last prompt token is always decoded: its logits start the generation.
+        keep = keep.min(prompt.len() - 1);
+        self.ctx
+            .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
+            .map_err(|e| PrefillError::Decode(e.to_string()))?;
+        self.cached.truncate(keep);
+        for chunk in prompt[keep..].chunks(self.n_batch) {
+            if cancel.is_cancelled() {
+                return Err(PrefillError::Cancelled);
+            }
+            self.batch.clear();
+            let last_chunk = self.cached.len() + chunk.len() == prompt.len();
+            for (i, &token) in chunk.iter().enumerate() {
+                let logits = last_chunk && i + 1 == chunk.len();
+                self.batch
+                    .add(token, (self.cached.len() + i) as i32, &[0], logits)
+                    .map_err(|e| PrefillError::Decode(e.to_string()))?;
+            }
+            if let Err(e) = self.ctx.decode(&mut self.batch) {
+                // The cache may hold part of this chunk: forget it all rather than guess.
+                self.ctx.clear_kv_cache();
+                self.cached.clear();
+                return Err(PrefillError::Decode(e.to_string()));
+            }
+            self.cached.extend_from_slice(chunk);
+        }
+        Ok(keep)
+    }
+}
+
+enum PrefillError {
+    Cancelled,
+    Decode(String),
+}
+
+impl std::fmt::Display for PrefillError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrefillError::Cancelled => f.write_str("cancelled"),
+            PrefillError::Decode(m) => f.write_str(m),
+        }
+    }
+}
+
+/// The longest prefix of `bytes` that is valid UTF-8 (a token may end inside a character).
+fn valid_utf8_prefix(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}

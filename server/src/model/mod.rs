@@ -1,0 +1,257 @@
+//! The model: one dedicated thread owns llama.cpp's model and context; requests reach it over
+//! a channel and answers come back on a oneshot.
+//!
+//! llama.cpp's context is not `Send`-friendly and its KV cache is state worth keeping, so
+//! everything that touches it lives on that thread ([`llama`]). A dropped future cannot stop a
+//! blocking decode; a [`CancelFlag`] checked between prefill chunks and tokens does.
+
+mod llama;
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+use serde::Serialize;
+use tokio::sync::{oneshot, watch};
+
+use crate::config::{CompletionConfig, ModelConfig};
+use crate::context::PromptParts;
+use crate::postprocess::StopRule;
+
+/// Shared flag that stops a request's work at the next check.
+#[derive(Debug, Clone, Default)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+impl CancelFlag {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Where the model is in its life.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelStatus {
+    /// No model path configured.
+    NotConfigured,
+    /// Loading; progress in `0.0..=1.0`.
+    Loading { progress: f32 },
+    Ready(ModelInfo),
+    /// The model could not be loaded; the message names the path and what is wrong.
+    Failed(String),
+}
+
+/// What was loaded, for status reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelInfo {
+    pub path: PathBuf,
+    pub format: String,
+    pub n_ctx: u32,
+    pub n_ctx_train: u32,
+    pub threads: u32,
+    pub load_ms: f64,
+}
+
+/// One completion for the model thread to generate.
+#[derive(Debug)]
+pub struct GenerateRequest {
+    pub parts: PromptParts,
+    pub stop: StopRule,
+    pub max_tokens: u32,
+    pub cancel: CancelFlag,
+}
+
+/// Timings and counts of one generation (see shared/PERF.md for what each ruler means).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Timings {
+    /// Tokens in the assembled prompt.
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose KV entries were reused from the previous request.
+    pub reused_tokens: usize,
+    /// Prompt tokens actually decoded for this request.
+    pub prefill_tokens: usize,
+    /// Request start on the model thread to the first generated token.
+    pub ttft_ms: f64,
+    pub generated_tokens: usize,
+    /// Tokens per second after the first one (0 when fewer than two tokens).
+    pub decode_tokens_per_s: f64,
+    pub total_ms: f64,
+}
+
+/// The raw generated text (already cut at the stop rule) and its timings.
+#[derive(Debug, Clone)]
+pub struct Generation {
+    pub text: String,
+    pub timings: Timings,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenerateError {
+    Cancelled,
+    /// No model: not configured, failed to load, or the model thread is gone.
+    Unavailable(String),
+    /// llama.cpp failed while decoding.
+    Failed(String),
+}
+
+impl fmt::Display for GenerateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GenerateError::Cancelled => f.write_str("cancelled"),
+            GenerateError::Unavailable(m) => write!(f, "model unavailable: {m}"),
+            GenerateError::Failed(m) => write!(f, "generation failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for GenerateError {}
+
+type Reply = oneshot::Sender<Result<Generation, GenerateError>>;
+
+struct Job {
+    request: GenerateRequest,
+    reply: Reply,
+}
+
+/// Sampling settings fixed for the life of a model thread.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampling {
+    pub repeat_penalty: f32,
+    pub repeat_last_n: u32,
+}
+
+impl From<&CompletionConfig> for Sampling {
+    fn from(c: &CompletionConfig) -> Self {
+        Sampling { repeat_penalty: c.repeat_penalty, repeat_last_n: c.repeat_last_n }
+    }
+}
+
+/// The handle the rest of the server holds. Dropping it ends the model thread.
+pub struct ModelHandle {
+    jobs: Option<mpsc::Sender<Job>>,
+    status: watch::Receiver<ModelStatus>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ModelHandle {
+    /// Starts the model thread, which loads the model in the background. Requests sent while it
+    /// loads wait for it; if loading fails they are answered with `Unavailable`.
+    pub fn spawn(config: &ModelConfig, sampling: Sampling) -> ModelHandle {
+        let Some(path) = config.path.clone() else {
+            let (_tx, status) = watch::channel(ModelStatus::NotConfigured);
+            return ModelHandle { jobs: None, status, thread: None };
+        };
+        let (status_tx, status) = watch::channel(ModelStatus::Loading { progress: 0.0 });
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let config = config.clone();
+        let thread = std::thread::Builder::new()
+            .name("ghostline-model".into())
+            .spawn(move || llama::run(path, config, sampling, status_tx, rx))
+            .expect("spawning the model thread");
+        ModelHandle { jobs: Some(jobs), status, thread: Some(thread) }
+    }
+
+    /// Current status, and a way to wait for changes.
+    pub fn status(&self) -> watch::Receiver<ModelStatus> {
+        self.status.clone()
+    }
+
+    /// Queues a generation and waits for it.
+    pub async fn generate(&self, request: GenerateRequest) -> Result<Generation, GenerateError> {
+        let unavailable = || match &*self.status.borrow() {
+            ModelStatus::NotConfigured => GenerateError::Unavailable(format!(
+                "no model configured (set model.path or {})",
+                crate::config::MODEL_ENV
+            )),
+            ModelStatus::Failed(m) => GenerateError::Unavailable(m.clone()),
+            _ => GenerateError::Unavailable("the model thread has stopped".into()),
+        };
+        if let ModelStatus::Failed(_) | ModelStatus::NotConfigured = &*self.status.borrow() {
+            return Err(unavailable());
+        }
+        let jobs = self.jobs.as_ref().ok_or_else(unavailable)?;
+        let (reply, answer) = oneshot::channel();
+        jobs.send(Job { request, reply }).map_err(|_| unavailable())?;
+        answer.await.unwrap_or_else(|_| Err(unavailable()))
+    }
+
+    /// Waits until the model is ready or has failed; returns the final status.
+    pub async fn wait_loaded(&self) -> ModelStatus {
+        let mut rx = self.status.clone();
+        let status = rx
+            .wait_for(|s| !matches!(s, ModelStatus::Loading { .. }))
+            .await
+            .map(|s| s.clone())
+            .unwrap_or_else(|_| ModelStatus::Failed("the model thread has stopped".into()));
+        status
+    }
+}
+
+impl Drop for ModelHandle {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop; join so that only one model is resident.
+        self.jobs.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Checks that `path` is a readable GGUF file before llama.cpp sees it, so that the user gets
+/// a message naming the path and the problem.
+pub fn check_model_file(path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("model file not found: {shown}"),
+        _ => format!("cannot read model file {shown}: {e}"),
+    })?;
+    if !meta.is_file() {
+        return Err(format!("model path is not a file: {shown}"));
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                format!("model file {shown} is not a GGUF file: it is only {} bytes long", meta.len())
+            }
+            _ => format!("cannot read model file {shown}: {e}"),
+        })?;
+    if &magic != b"GGUF" {
+        return Err(format!("model file {shown} is not a GGUF file (it does not start with the GGUF magic bytes)"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_file_errors_name_the_path_and_the_problem() {
+        let dir = std::env::temp_dir().join(format!("ghostline-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.gguf");
+        assert!(check_model_file(&missing).unwrap_err().contains("not found: "));
+        let text = dir.join("notes.gguf");
+        std::fs::write(&text, "just some text, not a model").unwrap();
+        let e = check_model_file(&text).unwrap_err();
+        assert!(e.contains("notes.gguf") && e.contains("not a GGUF file"), "{e}");
+        let tiny = dir.join("tiny.gguf");
+        std::fs::write(&tiny, "GG").unwrap();
+        assert!(check_model_file(&tiny).unwrap_err().contains("only 2 bytes"));
+        assert!(check_model_file(&dir).unwrap_err().contains("not a file"));
+        let ok = dir.join("header.gguf");
+        std::fs::write(&ok, b"GGUF\x03\x00\x00\x00").unwrap();
+        assert_eq!(check_model_file(&ok), Ok(()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,208 @@
+//! Post-processing: when a streaming suggestion is complete, and how it is cleaned up.
+//!
+//! Pure text rules, no model and no LSP. The model thread calls [`StopRule::check`] after each
+//! token to stop generating as early as possible; [`StopRule::finish`] then trims the result.
+
+/// How much text a suggestion may span, decided from the cursor's surroundings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The cursor is inside a line that has code after it: complete to the end of this line.
+    SingleLine,
+    /// The cursor ends its line: a block may follow, as long as it stays indented at least
+    /// `indent` columns and has no blank line.
+    MultiLine { indent: usize },
+}
+
+/// Where a suggestion must end, for one cursor position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopRule {
+    pub mode: Mode,
+    /// Code after the cursor on its line (used to drop text the line already has).
+    line_after: String,
+    /// The next non-blank line below the cursor, trimmed (a suggestion stops before repeating it).
+    next_line: Option<String>,
+    /// Text the generation must start with and that is not part of the suggestion: the line
+    /// break and indentation left out of the prompt (see `Engine::request`).
+    lead: String,
+}
+
+impl StopRule {
+    /// `before` is the cursor's line up to the cursor, `after` everything after the cursor.
+    pub fn for_cursor(before: &str, after: &str) -> Self {
+        let line_after = after.split('\n').next().unwrap_or("").trim_end_matches('\r');
+        let next_line = after
+            .split('\n')
+            .skip(1)
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_owned);
+        let mode = if line_after.trim().is_empty() {
+            Mode::MultiLine { indent: indent_width(before) }
+        } else {
+            Mode::SingleLine
+        };
+        StopRule { mode, line_after: line_after.to_owned(), next_line, lead: String::new() }
+    }
+
+    /// Requires generated text to start with `lead`, which the suggestion then leaves out.
+    /// More indentation after the lead is kept; anything else makes the suggestion empty.
+    pub fn with_lead(mut self, lead: &str) -> Self {
+        self.lead = lead.to_owned();
+        self
+    }
+
+    /// Returns `Some(len)` once `text` (the generation so far) is complete: keep `text[..len]`.
+    pub fn check(&self, text: &str) -> Option<usize> {
+        match text.strip_prefix(self.lead.as_str()) {
+            Some(rest) => self.cut(rest, false).map(|n| n + self.lead.len()),
+            None if self.lead.starts_with(text) => None,
+            None => Some(0),
+        }
+    }
+
+    /// The final suggestion: lead removed, cut at the stop point, trailing whitespace removed,
+    /// and text the line already has after the cursor not repeated.
+    pub fn finish(&self, text: &str) -> String {
+        let Some(text) = text.strip_prefix(self.lead.as_str()) else {
+            return String::new();
+        };
+        let end = self.cut(text, true).unwrap_or(text.len());
+        let mut out = text[..end].trim_end().to_owned();
+        if self.mode == Mode::SingleLine {
+            let tail = self.line_after.trim_end();
+            // The longest end of `out` that the line already has right after the cursor.
+            if let Some(k) = (1..=tail.len().min(out.len()))
+                .rev()
+                .find(|&k| tail.is_char_boundary(k) && out.ends_with(&tail[..k]))
+            {
+                out.truncate(out.len() - k);
+                out.truncate(out.trim_end().len());
+            }
+        }
+        out
+    }
+
+    /// The byte length to keep, if `text` must stop. `at_end` treats the last line as complete.
+    fn cut(&self, text: &str, at_end: bool) -> Option<usize> {
+        match self.mode {
+            Mode::SingleLine => text.find('\n'),
+            Mode::MultiLine { indent } => {
+                let mut start = 0;
+                for (i, line) in text.split('\n').enumerate() {
+                    let line_start = start;
+                    start += line.len() + 1;
+                    if i == 0 {
+                        continue;
+                    }
+                    let complete = start <= text.len() || at_end;
+                    let content = line.trim();
+                    // Cut before the '\n' that opened this line.
+                    let stop = Some(line_start - 1);
+                    if content.is_empty() {
+                        if complete && start <= text.len() {
+                            return stop; // a blank line ends the block
+                        }
+                        continue;
+                    }
+                    if indent_width(line) < indent {
+                        return stop; // dedent below the cursor's block
+                    }
+                    if complete && self.next_line.as_deref() == Some(content) {
+                        return stop; // the document already continues with this line
+                    }
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Columns of leading whitespace (a tab counts as 4).
+pub fn indent_width(line: &str) -> usize {
+    line.chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .map(|c| if c == '\t' { 4 } else { 1 })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(doc: &str) -> StopRule {
+        let at = doc.find('|').expect("cursor marker");
+        let before_line = doc[..at].rsplit('\n').next().unwrap();
+        StopRule::for_cursor(before_line, &doc[at + 1..])
+    }
+
+    #[test]
+    fn mid_line_stops_at_newline() {
+        let r = rule("x = foo(|)\n");
+        assert_eq!(r.mode, Mode::SingleLine);
+        assert_eq!(r.check("a, b)\nprint(x)"), Some(5));
+        assert_eq!(r.check("a, b"), None);
+        // the `)` already on the line is not repeated
+        assert_eq!(r.finish("a, b)\nprint(x)"), "a, b");
+    }
+
+    #[test]
+    fn block_stops_at_blank_line() {
+        let r = rule("def f(x):\n    |\n");
+        assert_eq!(r.mode, Mode::MultiLine { indent: 4 });
+        let text = "y = x * 2\n    return y\n\ndef g():\n";
+        assert_eq!(r.check("y = x * 2\n    return y\n"), None);
+        assert_eq!(r.finish(text), "y = x * 2\n    return y");
+    }
+
+    #[test]
+    fn block_stops_at_dedent_as_soon_as_it_shows() {
+        let r = rule("def f(x):\n    |\n");
+        // the partial last line already has code at column 0
+        assert_eq!(r.check("return x\nde"), Some(8));
+        assert_eq!(r.finish("return x\nclass A:\n    pass"), "return x");
+    }
+
+    #[test]
+    fn end_of_line_allows_a_nested_block() {
+        let r = rule("def f(x):|\n");
+        assert_eq!(r.mode, Mode::MultiLine { indent: 0 });
+        assert_eq!(r.finish("\n    return x + 1\n\n\nprint(1)"), "\n    return x + 1");
+    }
+
+    #[test]
+    fn does_not_repeat_the_next_line() {
+        let r = rule("def f(x):\n    |\n    return y\n");
+        assert_eq!(r.finish("y = x + 1\n    return y\n"), "y = x + 1");
+    }
+
+    #[test]
+    fn lead_is_required_and_left_out() {
+        let r = rule("def f(x):\n    |\n").with_lead("\n    ");
+        assert_eq!(r.check("\n "), None);
+        assert_eq!(r.check("\n    return x\n"), None);
+        assert_eq!(r.finish("\n    return x\n\n"), "return x");
+        // deeper indentation is the model's to keep
+        assert_eq!(r.finish("\n        nested()"), "    nested()");
+        // a blank line, a dedent or text on the previous line: nothing to suggest
+        assert_eq!(r.check("\n\n"), Some(0));
+        assert_eq!(r.check("\nclass"), Some(0));
+        assert_eq!(r.check(" # note"), Some(0));
+        assert_eq!(r.finish("\nclass A: pass"), "");
+    }
+
+    #[test]
+    fn crlf_and_tabs() {
+        let r = rule("if a:\r\n\t|\r\n");
+        assert_eq!(r.mode, Mode::MultiLine { indent: 4 });
+        assert_eq!(r.finish("b = 1\r\n\tc = 2\r\nd"), "b = 1\r\n\tc = 2");
+    }
+
+    #[test]
+    fn multibyte_text_cuts_on_char_boundaries() {
+        let r = rule("s = \"|é\"\n");
+        // the line already has `é"` after the cursor
+        assert_eq!(r.finish("héé\"\n"), "hé");
+        let r = rule("s = '|'\n");
+        assert_eq!(r.finish("🦀'"), "🦀");
+    }
+}
