@@ -1,0 +1,97 @@
+//! `ghostline complete`: the engine without LSP, on the real test model; and the FIM wiring.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+fn complete_json(model: &std::path::Path, file: &std::path::Path, line: u32, character: u32) -> Value {
+    let out = Command::new(binary())
+        .args(["complete", file.to_str().unwrap(), "--line", &line.to_string(), "--character", &character.to_string(), "--json"])
+        .arg("--model")
+        .arg(model)
+        .env_remove("GHOSTLINE_MODEL")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn fixture_file() -> (tempfile_path::TempFile, u32, u32) {
+    let (text, line, col) = fixture_with_cursor("demo/stats.py");
+    (tempfile_path::TempFile::new("stats.py", &text), line, col)
+}
+
+/// A file in the temp folder, removed on drop.
+mod tempfile_path {
+    pub struct TempFile(pub std::path::PathBuf);
+    impl TempFile {
+        pub fn new(name: &str, text: &str) -> Self {
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("ghostline-cli-{}-{n}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            TempFile(path)
+        }
+    }
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
+        }
+    }
+}
+
+#[test]
+fn complete_json_has_the_documented_fields_and_is_deterministic() {
+    let (file, line, _) = fixture_file();
+    // After "    return math." on the cursor line: a mid-expression completion.
+    let text = std::fs::read_to_string(&file.0).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let typed = "    return math.sqrt(";
+    lines[line as usize] = typed;
+    std::fs::write(&file.0, lines.join("\n")).unwrap();
+    let a = complete_json(&model(), &file.0, line, typed.len() as u32);
+    for key in ["text", "prompt_tokens", "ttft_ms", "decode_tokens_per_s"] {
+        assert!(a.get(key).is_some(), "missing {key}: {a}");
+    }
+    assert!(a["prompt_tokens"].as_u64().unwrap() > 20, "{a}");
+    assert!(a["ttft_ms"].as_f64().unwrap() > 0.0, "{a}");
+    assert!(!a["text"].as_str().unwrap().is_empty(), "{a}");
+    assert_eq!(a["format"], "prefix-only (no FIM tokens)");
+    let b = complete_json(&model(), &file.0, line, typed.len() as u32);
+    assert_eq!(a["text"], b["text"], "same file, same cursor, same suggestion");
+}
+
+#[test]
+fn complete_reports_a_bad_model_and_fails() {
+    let (file, line, col) = fixture_file();
+    let out = Command::new(binary())
+        .args(["complete", file.0.to_str().unwrap(), "--line", &line.to_string(), "--character", &col.to_string()])
+        .args(["--model", "/no/such/model.gguf"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("model file not found: /no/such/model.gguf"), "{stderr}");
+}
+
+/// Wiring, not quality: the SmolLM2 copy whose GGUF metadata declares Qwen-style FIM tokens
+/// (scripts/make-fim-wiring-model.py) is detected as FIM, and its prompt carries the suffix
+/// between the markers. Its weights never learned those markers, so the text is not checked.
+#[test]
+fn fim_tokens_declared_in_gguf_switch_to_the_fim_prompt() {
+    let (file, line, col) = fixture_file();
+    let plain = complete_json(&model(), &file.0, line, col);
+    let fim = complete_json(&fim_wiring_model(), &file.0, line, col);
+    assert_eq!(fim["format"], "FIM Qwen (PSM)", "{fim}");
+    let (p, f) = (plain["prompt_tokens"].as_u64().unwrap(), fim["prompt_tokens"].as_u64().unwrap());
+    // prefix-only: the prefix; FIM: <pre> prefix <suf> suffix <mid> — the suffix (the lines
+    // below the cursor, here "def main(): …") adds well over the three markers.
+    assert!(f > p + 3 + 10, "FIM prompt {f} tokens vs prefix-only {p}");
+    // A second request reuses the KV cache and generates without error.
+    assert!(fim.get("text").is_some());
+}

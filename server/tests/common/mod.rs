@@ -1,0 +1,118 @@
+//! Helpers for end-to-end tests: the real `ghostline` binary over stdio with the real test model.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use ghostline::stdio_client::StdioClient;
+use serde_json::{json, Value};
+
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The test model. CI (scripts/test.sh) always provides it: a missing model fails the test.
+pub fn model() -> PathBuf {
+    let path = std::env::var_os("GHOSTLINE_MODEL")
+        .map(PathBuf::from)
+        .expect("GHOSTLINE_MODEL must name the test model: run scripts/test.sh");
+    assert!(path.is_file(), "GHOSTLINE_MODEL={} is not a file", path.display());
+    path
+}
+
+/// The FIM wiring model made by scripts/make-fim-wiring-model.py (also provided by CI).
+pub fn fim_wiring_model() -> PathBuf {
+    let path = std::env::var_os("GHOSTLINE_FIM_WIRING_MODEL")
+        .map(PathBuf::from)
+        .expect("GHOSTLINE_FIM_WIRING_MODEL must name the FIM wiring model: run scripts/test.sh");
+    assert!(path.is_file(), "GHOSTLINE_FIM_WIRING_MODEL={} is not a file", path.display());
+    path
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(name)
+}
+
+/// A fixture's text with its `<CURSOR>` marker removed, and the marker's (line, UTF-16 column).
+pub fn fixture_with_cursor(name: &str) -> (String, u32, u32) {
+    let source = std::fs::read_to_string(fixture(name)).unwrap();
+    let at = source.find("<CURSOR>").expect("cursor marker");
+    let text = source.replacen("<CURSOR>", "", 1);
+    let before = &text[..at];
+    let line = before.matches('\n').count() as u32;
+    let col = before[before.rfind('\n').map_or(0, |i| i + 1)..].encode_utf16().count() as u32;
+    (text, line, col)
+}
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ghostline"))
+}
+
+/// Starts the server with no `GHOSTLINE_MODEL` in its environment (tests pass the path in
+/// `initializationOptions`, as editors do) and logs on our stderr.
+pub fn spawn() -> StdioClient {
+    let mut client = StdioClient::spawn(&binary(), &["lsp"], &[("GHOSTLINE_MODEL", "")], Stdio::inherit()).unwrap();
+    assert!(client.is_running());
+    client
+}
+
+/// `initialize` + `initialized`; returns the initialize result.
+pub fn initialize(client: &mut StdioClient, capabilities: Value, options: Value) -> Value {
+    let r = client
+        .request(
+            "initialize",
+            json!({"processId": null, "rootUri": null, "capabilities": capabilities, "initializationOptions": options}),
+            TIMEOUT,
+        )
+        .unwrap();
+    assert!(r.get("error").is_none(), "initialize failed: {r}");
+    client.notify("initialized", json!({}));
+    r["result"].clone()
+}
+
+/// Waits for the server's "model ready" log line.
+pub fn wait_ready(client: &mut StdioClient) {
+    client
+        .wait_notification("window/logMessage", TIMEOUT, |p| p["message"].as_str().is_some_and(|m| m.contains("model ready")))
+        .unwrap_or_else(|e| panic!("model did not become ready: {e}; notifications: {:?}", client.notifications));
+}
+
+/// A server with the test model loaded, initialized with `capabilities`.
+pub fn ready_server(capabilities: Value) -> (StdioClient, Value) {
+    let mut client = spawn();
+    let init = initialize(&mut client, capabilities, json!({"model": {"path": model()}}));
+    wait_ready(&mut client);
+    (client, init)
+}
+
+pub fn open(client: &mut StdioClient, uri: &str, text: &str) {
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+    );
+}
+
+pub fn inline_completion(client: &mut StdioClient, uri: &str, line: u32, character: u32) -> Value {
+    client
+        .request(
+            "textDocument/inlineCompletion",
+            json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}, "context": {"triggerKind": 1}}),
+            TIMEOUT,
+        )
+        .unwrap()
+}
+
+pub fn completion(client: &mut StdioClient, uri: &str, line: u32, character: u32) -> Value {
+    client
+        .request(
+            "textDocument/completion",
+            json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}),
+            TIMEOUT,
+        )
+        .unwrap()
+}
+
+/// The inline suggestion's text ("" when none).
+pub fn inline_text(response: &Value) -> String {
+    assert!(response.get("error").is_none(), "request failed: {response}");
+    response["result"]["items"][0]["insertText"].as_str().unwrap_or("").to_owned()
+}

@@ -1,0 +1,244 @@
+//! End to end over stdio: the real binary, the real test model, driven as editors drive it.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+const URI: &str = "file:///project/shapes.py";
+
+/// VS Code: UTF-16 only, ghost text through `textDocument/inlineCompletion`, `$/progress`.
+#[test]
+fn vscode_style_inline_completion_is_non_empty_and_deterministic() {
+    let (mut client, init) = ready_server(json!({"window": {"workDoneProgress": true}}));
+    assert_eq!(init["capabilities"]["positionEncoding"], "utf-16");
+    assert!(init["capabilities"]["inlineCompletionProvider"].as_bool().unwrap_or(false) || init["capabilities"]["inlineCompletionProvider"].is_object());
+    assert_eq!(init["capabilities"]["textDocumentSync"]["change"], 2, "incremental sync");
+
+    // The model load was reported as $/progress: begin … end.
+    let kinds: Vec<String> = client
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "$/progress")
+        .map(|n| n["params"]["value"]["kind"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("begin"), "{kinds:?}");
+    assert_eq!(kinds.last().map(String::as_str), Some("end"), "{kinds:?}");
+
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    open(&mut client, URI, &text);
+    // The cursor's line is empty: type the indentation like a person, then ask.
+    for (i, ch) in "        ".chars().enumerate() {
+        let at = json!({"line": line, "character": col + i as u32});
+        client.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": URI, "version": 2 + i}, "contentChanges": [{"range": {"start": at, "end": at}, "text": ch.to_string()}]}),
+        );
+    }
+    let first = inline_completion(&mut client, URI, line, col + 8);
+    let suggestion = inline_text(&first);
+    assert!(!suggestion.trim().is_empty(), "empty suggestion: {first}");
+    let range = &first["result"]["items"][0]["range"];
+    assert_eq!(range["start"], json!({"line": line, "character": col + 8}));
+    assert!(!suggestion.starts_with(' ') && !suggestion.starts_with('\n'), "typed indentation repeated: {suggestion:?}");
+
+    // Same document, same cursor → byte-identical suggestion, again and again.
+    for _ in 0..2 {
+        assert_eq!(inline_text(&inline_completion(&mut client, URI, line, col + 8)), suggestion);
+    }
+    let status = client.shutdown(TIMEOUT).unwrap();
+    assert!(status.success());
+}
+
+/// Helix: offers UTF-8 first, has no ghost text, filters completion items by the typed word.
+#[test]
+fn helix_style_completion_with_utf8_and_non_ascii_text() {
+    // Helix's offered encodings and completion capabilities (helix-lsp/src/client.rs).
+    let capabilities = json!({
+        "general": {"positionEncodings": ["utf-8", "utf-32", "utf-16"]},
+        "textDocument": {"completion": {"completionItem": {"snippetSupport": true, "insertReplaceSupport": true}}},
+        "window": {"workDoneProgress": true}
+    });
+    let (mut client, init) = ready_server(capabilities);
+    assert_eq!(init["capabilities"]["positionEncoding"], "utf-8");
+
+    let text = "import math\n\nlabel = \"🦀 naïve\"\nradius_total = 0.0\nfor r in range(3):\n    print(label, radius_t\n";
+    open(&mut client, URI, text);
+    // Type more non-ASCII text before the cursor on its line, in UTF-8 positions.
+    let line = 5;
+    let before = "    print(label, radius_t";
+    let col = before.len() as u32;
+    let at = json!({"line": line, "character": 10});
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 2}, "contentChanges": [{"range": {"start": at, "end": at}, "text": "\"é🦀\", "}]}),
+    );
+    let col = col + "\"é🦀\", ".len() as u32;
+    let response = completion(&mut client, URI, line, col);
+    assert!(response.get("error").is_none(), "{response}");
+    let items = response["result"]["items"].as_array().expect("a completion list");
+    assert_eq!(response["result"]["isIncomplete"], true);
+    let item = &items[0];
+    let edit = &item["textEdit"];
+    // The word before the cursor is replaced by itself plus the suggestion, so Helix's fuzzy
+    // filter (which matches filterText against that word) keeps the item.
+    let new_text = edit["newText"].as_str().unwrap();
+    assert!(new_text.starts_with("radius_t") && new_text.len() > "radius_t".len(), "{item}");
+    assert!(item["filterText"].as_str().unwrap().starts_with("radius_t"), "{item}");
+    let word_start = col - "radius_t".len() as u32;
+    assert_eq!(edit["range"]["start"], json!({"line": line, "character": word_start}));
+    assert_eq!(edit["range"]["end"], json!({"line": line, "character": col}));
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// UTF-16 positions across emoji (surrogate pairs): the server's text must match ours exactly,
+/// which the word it finds before the cursor shows.
+#[test]
+fn utf16_edits_with_emoji_keep_positions_right() {
+    let (mut client, _) = ready_server(json!({}));
+    let text = "s = \"🦀🦀\"\ncount_total = 1\n";
+    open(&mut client, URI, text);
+    // Insert after the two crabs (UTF-16 column 6), then type a new line that uses them.
+    let at = json!({"line": 0, "character": 7});
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 2}, "contentChanges": [{"range": {"start": at, "end": at}, "text": " + \"👩‍💻\""}]}),
+    );
+    let end = json!({"line": 2, "character": 0});
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 3}, "contentChanges": [{"range": {"start": end, "end": end}, "text": "t = \"😀\" + s; print(count_to"}]}),
+    );
+    let col = "t = \"😀\" + s; print(count_to".encode_utf16().count() as u32;
+    let response = completion(&mut client, URI, 2, col);
+    let item = &response["result"]["items"][0];
+    assert!(item["textEdit"]["newText"].as_str().unwrap_or("").starts_with("count_to"), "{response}");
+    assert_eq!(item["textEdit"]["range"]["start"]["character"], col - 8);
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// `$/cancelRequest` is answered, and the server keeps serving.
+#[test]
+fn cancel_request_is_answered() {
+    let (mut client, _) = ready_server(json!({}));
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    open(&mut client, URI, &text);
+    let id = client.send_request(
+        "textDocument/inlineCompletion",
+        json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": col}, "context": {"triggerKind": 1}}),
+    );
+    client.notify("$/cancelRequest", json!({"id": id}));
+    let response = client.wait_response(id, TIMEOUT).unwrap();
+    // Either cancelled (-32800) or, if it had already finished, a normal result.
+    if let Some(error) = response.get("error") {
+        assert_eq!(error["code"], -32800, "{response}");
+    } else {
+        assert!(response.get("result").is_some(), "{response}");
+    }
+    let after = inline_completion(&mut client, URI, line, col);
+    assert!(after.get("error").is_none(), "{after}");
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// A newer request on the same document supersedes the older one, which answers empty.
+#[test]
+fn newer_request_supersedes_older() {
+    let (mut client, _) = ready_server(json!({}));
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    open(&mut client, URI, &text);
+    let params = json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": col}, "context": {"triggerKind": 1}});
+    let a = client.send_request("textDocument/inlineCompletion", params.clone());
+    let b = client.send_request("textDocument/inlineCompletion", params);
+    let ra = client.wait_response(a, TIMEOUT).unwrap();
+    let rb = client.wait_response(b, TIMEOUT).unwrap();
+    assert!(ra.get("error").is_none() && rb.get("error").is_none(), "{ra} {rb}");
+    assert!(!inline_text(&rb).is_empty(), "the newest request gets the suggestion: {rb}");
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// A missing model is told to the user; completions answer empty at once; the server lives.
+#[test]
+fn bad_model_path_is_reported_and_server_stays_up() {
+    for (path, expect) in [
+        ("/nonexistent/dir/model.gguf", "not found"),
+        (env!("CARGO_MANIFEST_DIR"), "not a file"),
+        (concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"), "not a GGUF file"),
+    ] {
+        let mut client = spawn();
+        initialize(&mut client, json!({}), json!({"model": {"path": path}}));
+        let shown = client
+            .wait_notification("window/showMessage", TIMEOUT, |p| p["type"] == 1)
+            .unwrap();
+        let message = shown["params"]["message"].as_str().unwrap();
+        assert!(message.contains(path) && message.contains(expect), "{message}");
+        open(&mut client, URI, "def f():\n    ");
+        let started = Instant::now();
+        let r = inline_completion(&mut client, URI, 1, 4);
+        assert!(r.get("error").is_none() && r["result"].is_null(), "{r}");
+        assert!(started.elapsed() < Duration::from_secs(5), "empty answer should be prompt");
+        assert!(client.shutdown(TIMEOUT).unwrap().success());
+    }
+}
+
+/// A truncated GGUF reaches llama.cpp, which refuses it; the user hears why.
+#[test]
+fn truncated_model_is_reported() {
+    let dir = std::env::temp_dir().join(format!("ghostline-e2e-trunc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let truncated = dir.join("truncated.gguf");
+    let bytes = std::fs::read(model()).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 3]).unwrap();
+    let mut client = spawn();
+    initialize(&mut client, json!({}), json!({"model": {"path": truncated}}));
+    let shown = client.wait_notification("window/showMessage", TIMEOUT, |p| p["type"] == 1).unwrap();
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(message.contains("truncated.gguf") && message.contains("could not load"), "{message}");
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Unknown documents, positions past the end, wrong settings: errors, never a crash.
+#[test]
+fn bad_requests_get_errors_and_the_server_keeps_completing() {
+    let (mut client, _) = ready_server(json!({}));
+    let r = inline_completion(&mut client, "file:///never/opened.py", 0, 0);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    open(&mut client, URI, "x = 1\n");
+    let r = completion(&mut client, URI, 99, 0);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("out of range"), "{r}");
+    // Past the end of a line clamps to the line's end (as the specification says).
+    let r = inline_completion(&mut client, URI, 0, 500);
+    assert!(r.get("error").is_none(), "{r}");
+
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"completion": {"maxTokens": "lots"}}}));
+    let shown = client.wait_notification("window/showMessage", TIMEOUT, |p| p["type"] == 1).unwrap();
+    assert!(shown["params"]["message"].as_str().unwrap().contains("completion.maxTokens"), "{shown}");
+
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    open(&mut client, "file:///project/b.py", &text);
+    let r = inline_completion(&mut client, "file:///project/b.py", line, col);
+    assert!(r.get("error").is_none(), "{r}");
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// Settings changes reach the server: a new maxTokens applies to the next suggestion.
+#[test]
+fn configuration_change_applies() {
+    let (mut client, _) = ready_server(json!({}));
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    open(&mut client, URI, &text);
+    client.notifications.clear(); // the next "model ready" is the reloaded model's
+    client.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"ghostline": {"model": {"path": model()}, "completion": {"maxTokens": 2}}}}),
+    );
+    wait_ready(&mut client);
+    let r = inline_completion(&mut client, URI, line, col);
+    let text: Value = r["result"]["items"][0]["insertText"].clone();
+    // Two tokens at most: a short suggestion (or none), never a whole block.
+    assert!(text.as_str().map_or(true, |t| t.len() < 24 && !t.contains('\n')), "{r}");
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
