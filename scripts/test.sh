@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests and end-to-end tests against the real test model (release build,
+# since llama.cpp unoptimised is unusably slow). Fetches the model and the FIM wiring model
+# first when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+export GHOSTLINE_MODEL
+GHOSTLINE_MODEL="$(scripts/fetch-model.sh)"
+
+# FIM wiring model: the test model with FIM tokens declared in its metadata (see the script).
+fim="$GHOSTLINE_CACHE/models/SmolLM2-135M-Instruct.fim-wiring.gguf"
+if [ ! -f "$fim" ] || [ "$fim" -ot scripts/make-fim-wiring-model.py ]; then
+  ensure_python_packages gguf==0.19.0
+  "$VENV/bin/python" scripts/make-fim-wiring-model.py "$GHOSTLINE_MODEL" "$fim.tmp"
+  mv "$fim.tmp" "$fim"
+fi
+export GHOSTLINE_FIM_WIRING_MODEL="$fim"
+
+cargo test --release --workspace "$@"
