@@ -84,20 +84,27 @@ impl Backend {
         Ok(parsed.options.resolve(config::env_model()))
     }
 
-    /// (Re)starts the model with the current configuration and reports its loading.
-    fn start_model(&self) {
+    /// (Re)starts the model with the current configuration. Its loading is reported to the
+    /// client when `report` is set (only once the client is initialized).
+    fn start_model(&self, report: bool) {
         let config = self.config.read().unwrap().clone();
         let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
-        let status = handle.status();
         let engine = Arc::new(Engine::new(handle, config.completion.clone()));
         let old = self.engine.write().unwrap().replace(engine);
         if let Some(old) = old {
             // Joining the old model thread may wait for its current job: not on the runtime.
             tokio::task::spawn_blocking(move || drop(old));
         }
-        let client = self.client.clone();
-        let progress = *self.work_done_progress.read().unwrap();
-        tokio::spawn(report_model_status(client, status, progress));
+        if report {
+            self.report_model_status();
+        }
+    }
+
+    fn report_model_status(&self) {
+        if let Some(engine) = self.engine() {
+            let progress = *self.work_done_progress.read().unwrap();
+            tokio::spawn(report_model_status(self.client.clone(), engine.model.status(), progress));
+        }
     }
 
     fn engine(&self) -> Option<Arc<Engine>> {
@@ -170,7 +177,8 @@ impl Backend {
 /// `window/showMessage` when it fails or is not configured.
 async fn report_model_status(client: Client, mut status: tokio::sync::watch::Receiver<ModelStatus>, progress: bool) {
     let mut ongoing = None;
-    if progress && matches!(*status.borrow(), ModelStatus::Loading { .. }) {
+    // Even a load that finished before the client was ready is shown as begin … end.
+    if progress && !matches!(*status.borrow(), ModelStatus::NotConfigured) {
         let token = ProgressToken::String(format!("ghostline/model-load/{}", std::process::id()));
         if client.create_work_done_progress(token.clone()).await.is_ok() {
             ongoing = Some(client.progress(token, "ghostline: loading model").with_percentage(0).begin().await);
@@ -233,6 +241,8 @@ impl LanguageServer for Backend {
                 self.init_messages.lock().unwrap().push((MessageType::Error, format!("ghostline: {message}; using defaults")));
             }
         }
+        // Load now, so that requests arriving right after `initialized` already queue for it.
+        self.start_model(false);
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 position_encoding: Some(enc.kind()),
@@ -257,7 +267,7 @@ impl LanguageServer for Backend {
         for (kind, message) in messages {
             self.client.show_message(kind, message).await;
         }
-        self.start_model();
+        self.report_model_status();
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -310,7 +320,7 @@ impl LanguageServer for Backend {
                     restart
                 };
                 if restart {
-                    self.start_model();
+                    self.start_model(true);
                 }
             }
             Err(message) => {
