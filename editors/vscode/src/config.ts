@@ -1,0 +1,76 @@
+// Settings → the server's initializationOptions / didChangeConfiguration payload.
+// Pure (no `vscode` import) so it is unit-tested with node's test runner.
+
+/** Reads one setting under `ghostline.` (e.g. `get("model.path")`); undefined when unset. */
+export type SettingsReader = (key: string) => unknown;
+
+export type Privacy = "local-only" | "redact" | "allow";
+
+/** What the server accepts (README "Configuration"); keys absent here keep the server's defaults. */
+export interface ServerSettings {
+  model?: { path?: string; threads?: number };
+  completion?: { enabled?: boolean; maxTokens?: number };
+  cloud?: { endpoint?: string; model?: string; apiKeyEnv?: string };
+  privacy?: Privacy;
+  offline?: boolean;
+}
+
+const PRIVACY: readonly Privacy[] = ["local-only", "redact", "allow"];
+
+function text(value: unknown): string | undefined {
+  if (typeof value !== "string") return undefined;
+  const trimmed = value.trim();
+  return trimmed === "" ? undefined : trimmed;
+}
+
+function positiveInt(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+/** `~` and `~/…` become the home folder; `${env:NAME}` the variable's value. */
+export function expandPath(path: string, env: NodeJS.ProcessEnv, home: string): string {
+  let out = path.replace(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => env[name] ?? "");
+  if (out === "~") out = home;
+  else if (out.startsWith("~/") || out.startsWith("~\\")) out = home + out.slice(1);
+  return out;
+}
+
+function prune<T extends object>(section: T): T | undefined {
+  const entries = Object.entries(section).filter(([, v]) => v !== undefined);
+  return entries.length === 0 ? undefined : (Object.fromEntries(entries) as T);
+}
+
+/**
+ * Maps the extension's settings to the server's settings object. Empty strings and unset
+ * numbers are left out (the server then uses its defaults, e.g. `$GHOSTLINE_MODEL`); values of
+ * the wrong type are dropped here rather than sent, so the server never rejects the whole set.
+ * Editor-only settings (`server.path`, `trace.server`) are never sent.
+ */
+export function toServerSettings(
+  get: SettingsReader,
+  env: NodeJS.ProcessEnv = {},
+  home = "",
+): ServerSettings {
+  const modelPath = text(get("model.path"));
+  const privacy = get("privacy");
+  const offline = get("offline");
+  const enabled = get("completion.enabled");
+  const settings: ServerSettings = {
+    model: prune({
+      path: modelPath === undefined ? undefined : expandPath(modelPath, env, home),
+      threads: positiveInt(get("model.threads")),
+    }),
+    completion: prune({
+      enabled: typeof enabled === "boolean" ? enabled : undefined,
+      maxTokens: positiveInt(get("completion.maxTokens")),
+    }),
+    cloud: prune({
+      endpoint: text(get("cloud.endpoint")),
+      model: text(get("cloud.model")),
+      apiKeyEnv: text(get("cloud.apiKeyEnv")),
+    }),
+    privacy: PRIVACY.includes(privacy as Privacy) ? (privacy as Privacy) : undefined,
+    offline: typeof offline === "boolean" ? offline : undefined,
+  };
+  return prune(settings) ?? {};
+}

@@ -1,0 +1,200 @@
+// The VS Code side of ghostline: starts the language server, passes the settings, shows the
+// model's state in the status bar. Ghost text itself comes from vscode-languageclient's built-in
+// `textDocument/inlineCompletion` support (LSP 3.18).
+import { execFile } from "node:child_process";
+import * as os from "node:os";
+import * as vscode from "vscode";
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  LogMessageNotification,
+  ServerOptions,
+  ShowMessageNotification,
+  State,
+  TransportKind,
+} from "vscode-languageclient/node";
+
+import { toServerSettings } from "./config";
+import { locateServer } from "./locate";
+import { ProgressValue, Status } from "./status";
+
+const SECTION = "ghostline";
+/** A server command that answers the last action's route and reason (issue 5's router). */
+const ROUTE_COMMAND = "ghostline.lastRoute";
+
+let client: LanguageClient | undefined;
+let status: Status;
+let item: vscode.StatusBarItem;
+let output: vscode.LogOutputChannel;
+
+function settings() {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  return toServerSettings((key) => config.get(key), process.env, os.homedir());
+}
+
+function render() {
+  const view = status.view();
+  item.text = view.text;
+  item.tooltip = view.tooltip;
+  item.backgroundColor = view.error ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+  item.show();
+}
+
+function probe(file: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, ["--version"], { timeout: 5000 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+  });
+}
+
+async function start(context: vscode.ExtensionContext): Promise<void> {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  status = new Status();
+  status.enabled = config.get<boolean>("completion.enabled", true);
+  render();
+
+  let found;
+  try {
+    found = await locateServer(
+      { configured: config.get<string>("server.path"), extensionDir: context.extensionPath, pathEnv: process.env.PATH },
+      probe,
+    );
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    status.model = { kind: "error", message };
+    render();
+    void vscode.window.showErrorMessage(message);
+    return;
+  }
+  output.appendLine(`ghostline ${found.version} from ${found.source}: ${found.path}`);
+
+  const serverOptions: ServerOptions = {
+    run: { command: found.path, args: ["lsp"], transport: TransportKind.stdio },
+    debug: { command: found.path, args: ["lsp"], transport: TransportKind.stdio, options: { env: { ...process.env, GHOSTLINE_LOG: "ghostline=debug" } } },
+  };
+  const clientOptions: LanguageClientOptions = {
+    // Every file and unsaved buffer; the server decides what it can complete.
+    documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+    initializationOptions: () => settings(),
+    outputChannel: output,
+    middleware: {
+      // Ghost text is the VS Code experience. The server's completion item (the same suggestion
+      // for editors without ghost text) would duplicate it in the suggest widget, and each of
+      // its requests would supersede the inline request on the same document.
+      provideCompletionItem: () => undefined,
+      provideInlineCompletionItems: async (document, position, ctx, token, next) => {
+        if (!status.enabled) return undefined;
+        const started = performance.now();
+        const result = await next(document, position, ctx, token);
+        if (!token.isCancellationRequested) {
+          status.latency(performance.now() - started);
+          render();
+        }
+        return result;
+      },
+      handleWorkDoneProgress: (token, params, next) => {
+        status.progress(token, params as ProgressValue);
+        render();
+        next(token, params);
+      },
+    },
+  };
+  client = new LanguageClient(SECTION, "ghostline", serverOptions, clientOptions);
+  // Registered before start so they replace the client's default handlers; messages still go
+  // to the output channel and to VS Code's notifications as before.
+  client.onNotification(LogMessageNotification.type, (params) => {
+    output.appendLine(params.message);
+    status.log(params.message);
+    render();
+  });
+  client.onNotification(ShowMessageNotification.type, (params) => {
+    output.appendLine(params.message);
+    status.showMessage(params.type, params.message);
+    render();
+    const show = params.type === 1 ? vscode.window.showErrorMessage : params.type === 2 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+    void show(params.message);
+  });
+  client.onDidChangeState((event) => {
+    if (event.newState === State.Stopped) {
+      status.model = { kind: "stopped" };
+      render();
+    }
+  });
+  try {
+    // `ghostline.trace.server` is read by the client itself (with the output's log level).
+    await client.start();
+  } catch (error) {
+    status.model = { kind: "error", message: error instanceof Error ? error.message : String(error) };
+    render();
+  }
+}
+
+async function stop(): Promise<void> {
+  const running = client;
+  client = undefined;
+  if (running) await running.stop();
+}
+
+async function toggleCompletions(): Promise<void> {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const enabled = !config.get<boolean>("completion.enabled", true);
+  // Saved where the user's other settings are: a workspace value when there is one.
+  const inspect = config.inspect<boolean>("completion.enabled");
+  const target = inspect?.workspaceValue !== undefined ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  await config.update("completion.enabled", enabled, target);
+  void vscode.window.setStatusBarMessage(`ghostline: completions ${enabled ? "on" : "off"}`, 2000);
+}
+
+async function showLastRoute(): Promise<void> {
+  const commands = client?.initializeResult?.capabilities.executeCommandProvider?.commands ?? [];
+  if (client && commands.includes(ROUTE_COMMAND)) {
+    try {
+      const answer = await client.sendRequest(ExecuteCommandRequest.type, { command: ROUTE_COMMAND, arguments: [] });
+      if (typeof answer === "string" && answer) {
+        void vscode.window.showInformationMessage(answer);
+        return;
+      }
+    } catch (error) {
+      output.appendLine(`${ROUTE_COMMAND} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  void vscode.window.showInformationMessage(status.routeReport());
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("ghostline", { log: true });
+  item = vscode.window.createStatusBarItem("ghostline.status", vscode.StatusBarAlignment.Right, 100);
+  item.name = "ghostline";
+  item.command = "ghostline.toggleCompletions";
+  status = new Status();
+  context.subscriptions.push(
+    output,
+    item,
+    vscode.commands.registerCommand("ghostline.toggleCompletions", toggleCompletions),
+    vscode.commands.registerCommand("ghostline.showLastRoute", showLastRoute),
+    vscode.commands.registerCommand("ghostline.showOutput", () => output.show()),
+    vscode.commands.registerCommand("ghostline.restartServer", async () => {
+      await stop();
+      await start(context);
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (!event.affectsConfiguration(SECTION)) return;
+      if (event.affectsConfiguration(`${SECTION}.server.path`)) {
+        await stop();
+        await start(context);
+        return;
+      }
+      status.enabled = vscode.workspace.getConfiguration(SECTION).get<boolean>("completion.enabled", true);
+      render();
+      // The mapped settings, not VS Code's raw section: editor-only keys stay here.
+      if (client?.state === State.Running) {
+        await client.sendNotification("workspace/didChangeConfiguration", { settings: settings() });
+      }
+    }),
+  );
+  await start(context);
+}
+
+export async function deactivate(): Promise<void> {
+  await stop();
+}

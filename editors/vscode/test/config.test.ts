@@ -1,0 +1,93 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { expandPath, toServerSettings } from "../src/config";
+
+/** A reader over flat `ghostline.*` keys, as `workspace.getConfiguration("ghostline").get` is. */
+const reader = (values: Record<string, unknown>) => (key: string) => values[key];
+
+// What VS Code reports for an untouched configuration (package.json defaults).
+const defaults = {
+  "server.path": "",
+  "model.path": "",
+  "model.threads": null,
+  "completion.enabled": true,
+  "completion.maxTokens": null,
+  "cloud.endpoint": "",
+  "cloud.model": "",
+  "cloud.apiKeyEnv": "",
+  privacy: "local-only",
+  offline: false,
+  "trace.server": "off",
+};
+
+test("defaults send only what the server needs: no empty strings, no nulls", () => {
+  assert.deepEqual(toServerSettings(reader(defaults)), {
+    completion: { enabled: true },
+    privacy: "local-only",
+    offline: false,
+  });
+});
+
+test("every setting maps to the server's camelCase key", () => {
+  const settings = toServerSettings(
+    reader({
+      ...defaults,
+      "server.path": "/opt/ghostline/bin/ghostline",
+      "model.path": "/models/qwen2.5-coder-1.5b-q4_k_m.gguf",
+      "model.threads": 4,
+      "completion.enabled": false,
+      "completion.maxTokens": 48,
+      "cloud.endpoint": "http://127.0.0.1:8080/v1",
+      "cloud.model": "qwen2.5-coder-7b",
+      "cloud.apiKeyEnv": "GHOSTLINE_API_KEY",
+      privacy: "redact",
+      offline: true,
+      "trace.server": "verbose",
+    }),
+  );
+  assert.deepEqual(settings, {
+    model: { path: "/models/qwen2.5-coder-1.5b-q4_k_m.gguf", threads: 4 },
+    completion: { enabled: false, maxTokens: 48 },
+    cloud: { endpoint: "http://127.0.0.1:8080/v1", model: "qwen2.5-coder-7b", apiKeyEnv: "GHOSTLINE_API_KEY" },
+    privacy: "redact",
+    offline: true,
+  });
+  // Editor-only settings never reach the server (it would warn about unknown keys).
+  assert.equal(JSON.stringify(settings).includes("trace"), false);
+  assert.equal(JSON.stringify(settings).includes("/opt/ghostline"), false);
+});
+
+test("values of the wrong type are dropped, not sent", () => {
+  const settings = toServerSettings(
+    reader({
+      ...defaults,
+      "model.threads": 0,
+      "completion.maxTokens": 2.5,
+      "completion.enabled": "yes",
+      privacy: "everything",
+      offline: "true",
+      "cloud.endpoint": "   ",
+    }),
+  );
+  assert.deepEqual(settings, {});
+});
+
+test("the API key itself is never a setting: only the variable's name is sent", () => {
+  const settings = toServerSettings(reader({ ...defaults, "cloud.apiKeyEnv": " MY_KEY " }), { MY_KEY: "sk-secret" });
+  assert.deepEqual(settings.cloud, { apiKeyEnv: "MY_KEY" });
+  assert.equal(JSON.stringify(settings).includes("sk-secret"), false);
+});
+
+test("model path: ~ and ${env:NAME} are expanded", () => {
+  const env = { MODELS: "/srv/models" };
+  assert.equal(toServerSettings(reader({ "model.path": "~/m.gguf" }), env, "/home/ada").model?.path, "/home/ada/m.gguf");
+  assert.equal(toServerSettings(reader({ "model.path": "${env:MODELS}/m.gguf" }), env, "/home/ada").model?.path, "/srv/models/m.gguf");
+  assert.equal(expandPath("~", env, "/home/ada"), "/home/ada");
+  assert.equal(expandPath("a~/b", env, "/home/ada"), "a~/b");
+  assert.equal(expandPath("${env:MISSING}/m.gguf", env, "/home/ada"), "/m.gguf");
+});
+
+test("an unset reader (no settings at all) gives an empty object", () => {
+  assert.deepEqual(toServerSettings(() => undefined), {});
+});
