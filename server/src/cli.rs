@@ -1,4 +1,4 @@
-//! Command line: `ghostline` (the language server over stdio), `complete`, `demo`.
+//! Command line: `ghostline` (the language server over stdio), `complete`, `demo`, `bench`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use crate::config::{self, Options};
-use crate::engine::Engine;
+use crate::engine::{Engine, Input};
 use crate::lsp::encoding::{self, Encoding};
 use crate::model::{CancelFlag, ModelHandle, ModelStatus, Sampling};
 
@@ -52,6 +52,35 @@ enum Command {
         #[arg(long)]
         script: Option<PathBuf>,
     },
+    /// Replay recorded typing traces through the real server and report latency, TTFT,
+    /// prefill and decode rates, re-decoded tokens and peak memory (optionally against
+    /// llama.cpp's llama-server, side by side).
+    Bench {
+        /// A trace file (repeatable; default: every fixtures/traces/*.json).
+        #[arg(long = "trace")]
+        traces: Vec<PathBuf>,
+        /// Replay the same requests against this peer too: `llama-server`.
+        #[arg(long)]
+        peer: Option<String>,
+        /// The llama-server binary (default: $GHOSTLINE_LLAMA_SERVER, then PATH).
+        #[arg(long)]
+        peer_bin: Option<PathBuf>,
+        /// Replays of each trace, each on freshly started servers.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Print one JSON object (with every sample) instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// GGUF model file (default: $GHOSTLINE_MODEL).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// llama.cpp threads for both sides (default: physical cores).
+        #[arg(long)]
+        threads: Option<u32>,
+        /// Also write an SVG chart of latency per request.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -93,6 +122,23 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Command::Bench { traces, peer, peer_bin, runs, json, model, threads, svg } => {
+            let options = crate::bench::Options { traces, peer, peer_bin, runs, json, model, threads, svg };
+            match crate::bench::run(options) {
+                Ok(report) => {
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&report).expect("serializable report"));
+                    } else {
+                        crate::bench::print_text(&report);
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(message) => {
+                    eprintln!("ghostline bench: {message}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Demo { model, script } => match crate::demo::run(model, script) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
@@ -128,7 +174,10 @@ async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Co
         ModelStatus::Loading { .. } => unreachable!("wait_loaded returns a final status"),
     };
     let engine = Engine::new(model, config.completion.clone());
-    let s = engine.complete(&text, cursor, CancelFlag::new()).await.map_err(|e| e.to_string())?;
+    let spec = crate::syntax::by_path(&file.to_string_lossy());
+    let tree = spec.map(|s| s.parse(&text));
+    let input = Input { text: &text, cursor, syntax: spec.zip(tree.as_ref()) };
+    let s = engine.complete(input, CancelFlag::new()).await.map_err(|e| e.to_string())?;
     let t = &s.timings;
     Ok(json!({
         "text": s.text,
@@ -139,6 +188,7 @@ async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Co
         "generated_tokens": t.generated_tokens,
         "decode_tokens_per_s": t.decode_tokens_per_s,
         "total_ms": t.total_ms,
+        "strategy": format!("{:?}", s.strategy).to_lowercase(),
         "model": info.path,
         "format": info.format,
         "threads": info.threads,

@@ -37,6 +37,7 @@ pub struct ModelOptions {
 pub struct CompletionOptions {
     pub enabled: Option<bool>,
     pub max_tokens: Option<u32>,
+    pub max_prompt_tokens: Option<u32>,
     pub repeat_penalty: Option<f32>,
     pub repeat_last_n: Option<u32>,
     pub lines_before: Option<u32>,
@@ -83,6 +84,7 @@ pub struct ModelConfig {
 pub struct CompletionConfig {
     pub enabled: bool,
     pub max_tokens: u32,
+    pub max_prompt_tokens: u32,
     pub repeat_penalty: f32,
     pub repeat_last_n: u32,
     pub lines_before: u32,
@@ -139,6 +141,7 @@ impl Options {
             completion: CompletionConfig {
                 enabled: c.enabled.unwrap_or(true),
                 max_tokens: c.max_tokens.filter(|&n| n > 0).unwrap_or(64),
+                max_prompt_tokens: c.max_prompt_tokens.filter(|&n| n >= 64).unwrap_or(1024),
                 repeat_penalty: c.repeat_penalty.filter(|p| p.is_finite() && *p > 0.0).unwrap_or(1.1),
                 repeat_last_n: c.repeat_last_n.unwrap_or(64),
                 lines_before: c.lines_before.unwrap_or(64),

@@ -8,10 +8,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::config;
-use crate::stdio_client::StdioClient;
+use crate::typing;
 
 /// A typing script: a fixture file with a cursor marker, and what is typed at the cursor.
 #[derive(Debug, Deserialize)]
@@ -22,46 +22,7 @@ pub struct Script {
     pub steps: Vec<String>,
 }
 
-/// Cursor position tracked in UTF-16 code units, as the client negotiates by default.
-#[derive(Debug, Clone, Copy)]
-pub struct Cursor {
-    pub line: u32,
-    pub character: u32,
-}
-
-impl Cursor {
-    /// The position of byte offset `at` in `text`.
-    pub fn at(text: &str, at: usize) -> Cursor {
-        let before = &text[..at];
-        let line = before.matches('\n').count() as u32;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let character = before[line_start..].encode_utf16().count() as u32;
-        Cursor { line, character }
-    }
-
-    pub fn json(self) -> Value {
-        json!({"line": self.line, "character": self.character})
-    }
-
-    /// Sends `ch` typed at the cursor as an incremental change and moves past it.
-    pub fn type_char(&mut self, client: &mut StdioClient, uri: &str, version: &mut i32, ch: char) {
-        *version += 1;
-        let here = self.json();
-        client.notify(
-            "textDocument/didChange",
-            json!({
-                "textDocument": {"uri": uri, "version": *version},
-                "contentChanges": [{"range": {"start": here, "end": here}, "text": ch.to_string()}]
-            }),
-        );
-        if ch == '\n' {
-            self.line += 1;
-            self.character = 0;
-        } else {
-            self.character += ch.len_utf16() as u32;
-        }
-    }
-}
+pub use crate::typing::Cursor;
 
 fn find_script(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
     if let Some(p) = explicit {
@@ -94,29 +55,12 @@ pub fn run(model: Option<PathBuf>, script: Option<PathBuf>) -> Result<(), String
         .ok_or_else(|| format!("no model: pass --model or set {}", config::MODEL_ENV))?;
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut client = StdioClient::spawn(&exe, &["lsp"], &[], Stdio::inherit()).map_err(|e| e.to_string())?;
     let timeout = Duration::from_secs(120);
-    client.request(
-        "initialize",
-        json!({
-            "processId": std::process::id(),
-            "capabilities": {"window": {"workDoneProgress": true}},
-            "initializationOptions": {"model": {"path": model}}
-        }),
-        timeout,
-    )?;
-    client.notify("initialized", json!({}));
-    let loaded = Instant::now();
-    let ready = client.wait_notification("window/logMessage", timeout, |p| {
-        p["message"].as_str().is_some_and(|m| m.contains("model ready"))
-    });
-    if ready.is_err() {
-        let shown: Vec<_> = client.notifications.iter().filter(|n| n["method"] == "window/showMessage").collect();
-        return Err(format!("the model did not load: {shown:?}"));
-    }
-    println!("ghostline demo: {} loaded in {:.0} ms", model.display(), loaded.elapsed().as_secs_f64() * 1e3);
+    let session = typing::start(&exe, json!({"model": {"path": model}}), Stdio::inherit(), timeout)?;
+    let mut client = session.client;
+    println!("ghostline demo: {} loaded in {:.0} ms", model.display(), session.load_ms);
 
-    let uri = format!("file://{}", file.canonicalize().unwrap_or(file.clone()).display());
+    let uri = typing::file_uri(&file);
     client.notify(
         "textDocument/didOpen",
         json!({"textDocument": {"uri": uri, "languageId": script.language_id, "version": 1, "text": text}}),

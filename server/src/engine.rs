@@ -3,10 +3,13 @@
 //! context → prompt parts → model thread (with a stop rule) → post-processing. Knows nothing of
 //! LSP; the language server and the `complete` command both call [`Engine::complete`].
 
+use tree_sitter::Tree;
+
 use crate::config::CompletionConfig;
-use crate::context;
+use crate::context::{self, Strategy};
 use crate::model::{CancelFlag, GenerateError, GenerateRequest, ModelHandle, Timings};
-use crate::postprocess::StopRule;
+use crate::postprocess::{self, StopRule};
+use crate::syntax::{self, BlockEnd, Spec};
 
 /// A suggestion to insert at the cursor.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,6 +17,16 @@ pub struct Suggestion {
     /// Text to insert at the cursor; empty when the model had nothing useful.
     pub text: String,
     pub timings: Timings,
+    pub strategy: Strategy,
+}
+
+/// What to complete: a text, a cursor in it, and its language and tree when known.
+#[derive(Clone, Copy)]
+pub struct Input<'a> {
+    pub text: &'a str,
+    /// Byte offset of the cursor.
+    pub cursor: usize,
+    pub syntax: Option<(&'static Spec, &'a Tree)>,
 }
 
 /// Completes code with one model.
@@ -27,13 +40,17 @@ impl Engine {
         Engine { model, config }
     }
 
-    /// Completes `text` at byte offset `cursor` (a char boundary).
-    pub async fn complete(&self, text: &str, cursor: usize, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
-        let request = self.request(text, cursor, cancel);
+    pub async fn complete(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
+        let request = self.request(input, cancel);
         let stop = request.stop.clone();
+        let strategy = request.context.strategy;
         let generation = self.model.generate(request).await?;
         tracing::trace!(raw = ?generation.text, "generated");
-        Ok(Suggestion { text: stop.finish(&generation.text), timings: generation.timings })
+        let mut text = stop.finish(&generation.text);
+        if let Some((spec, tree)) = input.syntax {
+            text = postprocess::syntax::keep_if_parse_not_worse(spec, tree, input.text, input.cursor, &text);
+        }
+        Ok(Suggestion { text, timings: generation.timings, strategy })
     }
 
     /// The request the model thread gets for this cursor.
@@ -43,26 +60,45 @@ impl Engine {
     /// the model never saw them split (BPE vocabularies merge a line break with the next
     /// indentation), and it answers with a stray blank line. The model writes the line break
     /// and indentation itself; the stop rule requires them and removes them again.
-    pub fn request(&self, text: &str, cursor: usize, cancel: CancelFlag) -> GenerateRequest {
-        let cursor = floor_char_boundary(text, cursor);
+    pub fn request(&self, input: Input<'_>, cancel: CancelFlag) -> GenerateRequest {
+        let text = input.text;
+        let cursor = floor_char_boundary(text, input.cursor);
         let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
         let before = &text[line_start..cursor];
         let mut stop = StopRule::for_cursor(before, &text[cursor..]);
-        let mut parts = context::line_window(
+        if let Some((spec, tree)) = input.syntax {
+            if spec.block_end == BlockEnd::Braces {
+                stop = stop.with_braces();
+            }
+            // Mid-expression (not a block opener), or inside a string or comment: this line only.
+            let blank = before.trim().is_empty();
+            if !blank && (syntax::in_string_or_comment(tree, cursor) || !syntax::opens_block(tree, text, cursor)) {
+                stop = stop.single_line();
+            }
+        }
+        let tree = input.syntax;
+        let mut context = context::build(
             text,
             cursor,
+            tree.map(|(s, t)| (s, t)),
             self.config.lines_before as usize,
             self.config.lines_after as usize,
         );
         if line_start > 0 && before.trim().is_empty() {
             let break_start = if text[..line_start].ends_with("\r\n") { line_start - 2 } else { line_start - 1 };
             let lead = &text[break_start..cursor];
-            if parts.prefix.len() > lead.len() && parts.prefix.ends_with(lead) {
-                parts.prefix.truncate(parts.prefix.len() - lead.len());
+            if context.prefix.len() > lead.len() && context.prefix.ends_with(lead) {
+                context.prefix.truncate(context.prefix.len() - lead.len());
                 stop = stop.with_lead(lead);
             }
         }
-        GenerateRequest { parts, stop, max_tokens: self.config.max_tokens, cancel }
+        GenerateRequest {
+            context,
+            max_prompt_tokens: self.config.max_prompt_tokens,
+            stop,
+            max_tokens: self.config.max_tokens,
+            cancel,
+        }
     }
 }
 
@@ -73,4 +109,3 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
     }
     i
 }
-

@@ -4,6 +4,7 @@
 //! (which text) → `prompt` (which tokens, FIM or not) → `model` (the llama.cpp thread) →
 //! `postprocess` (where the suggestion ends) → back through `lsp` as ghost text.
 
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod context;
@@ -14,3 +15,5 @@ pub mod model;
 pub mod postprocess;
 pub mod prompt;
 pub mod stdio_client;
+pub mod syntax;
+pub mod typing;

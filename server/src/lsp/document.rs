@@ -2,18 +2,30 @@
 
 use ropey::Rope;
 use tower_lsp_server::gen_lsp_types::{Position, TextDocumentContentChangeEvent};
+use tree_sitter::{InputEdit, Parser, Point, Tree};
 
 use super::encoding::{self, Encoding};
+use crate::syntax::{self, Spec};
 
-#[derive(Debug, Clone)]
+/// Documents larger than this get no syntax tree (the window strategy still works).
+pub const MAX_SYNTAX_BYTES: usize = 2 << 20;
+
 pub struct Document {
     pub rope: Rope,
     pub version: i32,
     pub language_id: String,
+    syntax: Option<Syntax>,
 }
 
-/// What the engine needs from a document at one cursor: a window of text and the cursor's
-/// byte offset in it. Building it costs the window's size, not the document's.
+/// A parser and the tree it keeps in step with the rope, edit by edit.
+struct Syntax {
+    spec: &'static Spec,
+    parser: Parser,
+    tree: Tree,
+}
+
+/// What the engine needs from a document at one cursor: its text (the whole document when it
+/// has a tree, else a window of lines), the cursor's byte offset in it, and the tree.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub text: String,
@@ -21,40 +33,116 @@ pub struct Snapshot {
     pub version: i32,
     /// Char index of the cursor in the document.
     pub cursor_char: usize,
+    pub syntax: Option<(&'static Spec, Tree)>,
 }
 
 impl Document {
     pub fn new(text: &str, version: i32, language_id: String) -> Self {
-        Document { rope: Rope::from_str(text), version, language_id }
+        let mut doc = Document { rope: Rope::from_str(text), version, language_id, syntax: None };
+        doc.reparse_from_scratch();
+        doc
     }
 
-    /// Applies one content change (a range edit, or the whole text).
-    pub fn apply(&mut self, change: &TextDocumentContentChangeEvent, enc: Encoding) {
-        match change {
-            TextDocumentContentChangeEvent::TextDocumentContentChangePartial(c) => {
-                let start = encoding::to_char_clamped(&self.rope, c.range.start, enc);
-                let end = encoding::to_char_clamped(&self.rope, c.range.end, enc).max(start);
-                self.rope.remove(start..end);
-                self.rope.insert(start, &c.text);
-            }
-            TextDocumentContentChangeEvent::TextDocumentContentChangeWholeDocument(c) => {
-                self.rope = Rope::from_str(&c.text);
+    fn reparse_from_scratch(&mut self) {
+        self.syntax = None;
+        if self.rope.len_bytes() > MAX_SYNTAX_BYTES {
+            return;
+        }
+        if let Some(spec) = syntax::by_language_id(&self.language_id) {
+            let mut parser = spec.parser();
+            if let Some(tree) = parse_rope(&mut parser, &self.rope, None) {
+                self.syntax = Some(Syntax { spec, parser, tree });
             }
         }
     }
 
-    /// The text from `before` lines above the cursor's line to `after` lines below it.
+    /// Applies content changes (range edits, or the whole text) and reparses incrementally.
+    pub fn apply_all(&mut self, changes: &[TextDocumentContentChangeEvent], enc: Encoding) {
+        for change in changes {
+            self.apply(change, enc);
+        }
+        let too_big = self.rope.len_bytes() > MAX_SYNTAX_BYTES;
+        match &mut self.syntax {
+            Some(s) if !too_big => match parse_rope(&mut s.parser, &self.rope, Some(&s.tree)) {
+                Some(tree) => s.tree = tree,
+                None => self.syntax = None,
+            },
+            Some(_) => self.syntax = None,
+            None if !too_big => self.reparse_from_scratch(),
+            None => {}
+        }
+    }
+
+    /// Applies one content change; the tree (if any) is edited to match but not yet reparsed.
+    fn apply(&mut self, change: &TextDocumentContentChangeEvent, enc: Encoding) {
+        match change {
+            TextDocumentContentChangeEvent::TextDocumentContentChangePartial(c) => {
+                let start = encoding::to_char_clamped(&self.rope, c.range.start, enc);
+                let end = encoding::to_char_clamped(&self.rope, c.range.end, enc).max(start);
+                let (start_byte, old_end_byte) = (self.rope.char_to_byte(start), self.rope.char_to_byte(end));
+                let (start_position, old_end_position) = (point(&self.rope, start_byte), point(&self.rope, old_end_byte));
+                self.rope.remove(start..end);
+                self.rope.insert(start, &c.text);
+                if let Some(s) = &mut self.syntax {
+                    let new_end_byte = start_byte + c.text.len();
+                    s.tree.edit(&InputEdit {
+                        start_byte,
+                        old_end_byte,
+                        new_end_byte,
+                        start_position,
+                        old_end_position,
+                        new_end_position: point(&self.rope, new_end_byte),
+                    });
+                }
+            }
+            TextDocumentContentChangeEvent::TextDocumentContentChangeWholeDocument(c) => {
+                self.rope = Rope::from_str(&c.text);
+                self.syntax = None; // a fresh parse follows in `apply_all`
+            }
+        }
+    }
+
+    /// The text for the engine at `pos`: the whole document with its tree when it has one, else
+    /// the lines from `before` above the cursor's line to `after` below it.
     pub fn snapshot(&self, pos: Position, enc: Encoding, before: usize, after: usize) -> Result<Snapshot, encoding::OutOfRange> {
         let cursor_char = encoding::to_char(&self.rope, pos, enc)?;
-        let line = self.rope.char_to_line(cursor_char);
-        let first = line.saturating_sub(before);
-        let last = (line + after + 1).min(self.rope.len_lines());
-        let start = self.rope.line_to_char(first);
-        let end = self.rope.line_to_char(last);
+        let (start, end) = if self.syntax.is_some() {
+            (0, self.rope.len_chars())
+        } else {
+            let line = self.rope.char_to_line(cursor_char);
+            let first = line.saturating_sub(before);
+            let last = (line + after + 1).min(self.rope.len_lines());
+            (self.rope.line_to_char(first), self.rope.line_to_char(last))
+        };
         let text = self.rope.slice(start..end).to_string();
         let cursor = self.rope.char_to_byte(cursor_char) - self.rope.char_to_byte(start);
-        Ok(Snapshot { text, cursor, version: self.version, cursor_char })
+        let syntax = self.syntax.as_ref().map(|s| (s.spec, s.tree.clone()));
+        Ok(Snapshot { text, cursor, version: self.version, cursor_char, syntax })
     }
+
+    /// The current tree, if the document's language has a grammar.
+    pub fn tree(&self) -> Option<&Tree> {
+        self.syntax.as_ref().map(|s| &s.tree)
+    }
+}
+
+/// Tree-sitter's point for a byte offset: rows count `\n`, columns count bytes.
+fn point(rope: &Rope, byte: usize) -> Point {
+    let line = rope.byte_to_line(byte);
+    Point { row: line, column: byte - rope.line_to_byte(line) }
+}
+
+/// Parses the rope chunk by chunk, reusing `old` (already edited) when given.
+fn parse_rope(parser: &mut Parser, rope: &Rope, old: Option<&Tree>) -> Option<Tree> {
+    let len = rope.len_bytes();
+    let mut read = |byte: usize, _: Point| -> &[u8] {
+        if byte >= len {
+            return &[];
+        }
+        let (chunk, chunk_start, _, _) = rope.chunk_at_byte(byte);
+        &chunk.as_bytes()[byte - chunk_start..]
+    };
+    parser.parse_with_options(&mut read, old, None)
 }
 
 #[cfg(test)]
@@ -72,25 +160,40 @@ mod tests {
         .into()
     }
 
-    #[test]
-    fn incremental_edits_in_utf16() {
-        let mut d = Document::new("héllo 🦀\nworld\r\n", 1, "python".into());
-        d.apply(&edit(0, 8, 0, 8, "!"), Encoding::Utf16); // after the crab (2 units)
-        assert_eq!(d.rope.to_string(), "héllo 🦀!\nworld\r\n");
-        d.apply(&edit(0, 5, 1, 2, ""), Encoding::Utf16); // across lines
-        assert_eq!(d.rope.to_string(), "héllorld\r\n");
-        d.apply(&edit(1, 0, 1, 0, "x"), Encoding::Utf16);
-        assert_eq!(d.rope.to_string(), "héllorld\r\nx");
-        d.apply(&TextDocumentContentChangeWholeDocument { text: "new".into() }.into(), Encoding::Utf16);
-        assert_eq!(d.rope.to_string(), "new");
+    fn assert_tree_matches(d: &Document) {
+        let text = d.rope.to_string();
+        let fresh = syntax::by_language_id("python").unwrap().parse(&text);
+        assert_eq!(d.tree().unwrap().root_node().to_sexp(), fresh.root_node().to_sexp(), "{text:?}");
     }
 
     #[test]
-    fn snapshot_is_a_window_with_a_byte_cursor() {
+    fn incremental_edits_in_utf16_keep_the_tree_in_step() {
+        let mut d = Document::new("héllo 🦀\nworld\r\n", 1, "python".into());
+        d.apply_all(&[edit(0, 8, 0, 8, "!")], Encoding::Utf16); // after the crab (2 units)
+        assert_eq!(d.rope.to_string(), "héllo 🦀!\nworld\r\n");
+        assert_tree_matches(&d);
+        d.apply_all(&[edit(0, 5, 1, 2, "")], Encoding::Utf16); // across lines
+        assert_eq!(d.rope.to_string(), "héllorld\r\n");
+        assert_tree_matches(&d);
+        d.apply_all(&[edit(1, 0, 1, 0, "def f(x):\n    return 'é'\n"), edit(0, 0, 0, 1, "")], Encoding::Utf16);
+        assert_eq!(d.rope.to_string(), "éllorld\r\ndef f(x):\n    return 'é'\n");
+        assert_tree_matches(&d);
+        d.apply_all(&[TextDocumentContentChangeWholeDocument { text: "class A:\n    pass\n".into() }.into()], Encoding::Utf16);
+        assert_eq!(d.rope.to_string(), "class A:\n    pass\n");
+        assert_tree_matches(&d);
+    }
+
+    #[test]
+    fn snapshot_is_the_whole_text_with_a_tree_or_a_window_without() {
         let d = Document::new("a\nb\nc🦀d\ne\nf\n", 1, "python".into());
+        let s = d.snapshot(Position { line: 2, character: 3 }, Encoding::Utf16, 1, 1).unwrap();
+        assert_eq!(&s.text[..s.cursor], "a\nb\nc🦀");
+        assert!(s.syntax.is_some());
+        let d = Document::new("a\nb\nc🦀d\ne\nf\n", 1, "plaintext".into());
         let s = d.snapshot(Position { line: 2, character: 3 }, Encoding::Utf16, 1, 1).unwrap();
         assert_eq!(s.text, "b\nc🦀d\ne\n");
         assert_eq!(&s.text[..s.cursor], "b\nc🦀");
+        assert!(s.syntax.is_none());
         assert!(d.snapshot(Position { line: 9, character: 0 }, Encoding::Utf16, 1, 1).is_err());
     }
 }

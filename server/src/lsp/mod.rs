@@ -19,14 +19,15 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 use crate::config::{self, Config};
-use crate::engine::{Engine, Suggestion};
+use crate::engine::{Engine, Input, Suggestion};
 use crate::model::{CancelFlag, GenerateError, ModelHandle, ModelStatus, Sampling};
 use document::Document;
 use encoding::Encoding;
 
 /// Runs the server on stdin/stdout until the client exits.
 pub async fn serve_stdio() {
-    let (service, socket) = LspService::new(Backend::new);
+    let (service, socket) =
+        LspService::build(Backend::new).custom_method("ghostline/lastTimings", Backend::last_timings).finish();
     Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
 }
 
@@ -41,6 +42,8 @@ pub struct Backend {
     /// Set in `initialize`, shown once the client is ready for messages.
     init_messages: Mutex<Vec<(MessageType, String)>>,
     work_done_progress: RwLock<bool>,
+    /// The last completion the engine answered, for `ghostline/lastTimings`.
+    last_timings: Mutex<Option<Value>>,
 }
 
 /// Cancels a request's model work when its future is dropped (e.g. on `$/cancelRequest`).
@@ -72,6 +75,7 @@ impl Backend {
             inflight: Mutex::default(),
             init_messages: Mutex::default(),
             work_done_progress: RwLock::new(false),
+            last_timings: Mutex::default(),
         }
     }
 
@@ -105,6 +109,13 @@ impl Backend {
             let progress = *self.work_done_progress.read().unwrap();
             tokio::spawn(report_model_status(self.client.clone(), engine.model.status(), progress));
         }
+    }
+
+    /// `ghostline/lastTimings`: what the engine measured for the last completion it answered
+    /// (shown or not), with its prompt's token ids; `null` before any. Used by `ghostline
+    /// bench`; normal responses carry no timings.
+    async fn last_timings(&self) -> Result<Option<Value>> {
+        Ok(self.last_timings.lock().unwrap().clone())
     }
 
     fn engine(&self) -> Option<Arc<Engine>> {
@@ -151,8 +162,20 @@ impl Backend {
             previous.cancel();
         }
         let _guard = CancelOnDrop(cancel.clone());
-        let result = engine.complete(&snap.text, snap.cursor, cancel).await;
+        let input = Input {
+            text: &snap.text,
+            cursor: snap.cursor,
+            syntax: snap.syntax.as_ref().map(|(spec, tree)| (*spec, tree)),
+        };
+        let result = engine.complete(input, cancel).await;
         let current = self.docs.lock().unwrap().get(uri).map(|d| d.version);
+        if let Ok(s) = &result {
+            let shown = current == Some(snap.version) && !s.text.is_empty();
+            *self.last_timings.lock().unwrap() = Some(serde_json::json!({
+                "uri": uri, "version": snap.version, "position": params.position, "shown": shown,
+                "text": s.text, "timings": s.timings, "prompt": s.timings.prompt,
+            }));
+        }
         match result {
             Ok(suggestion) if current == Some(snap.version) && !suggestion.text.is_empty() => {
                 tracing::debug!(
@@ -291,9 +314,7 @@ impl LanguageServer for Backend {
             tracing::warn!(uri = uri.0.as_str(), "didChange for a document that is not open");
             return;
         };
-        for change in &params.content_changes {
-            doc.apply(change, enc);
-        }
+        doc.apply_all(&params.content_changes, enc);
         doc.version = params.text_document.version;
         drop(docs);
         // The text moved on: whatever was computing for the old text is wasted work.

@@ -175,21 +175,28 @@ impl<'m> Worker<'m> {
     fn generate(&mut self, request: &GenerateRequest) -> Result<Generation, GenerateError> {
         let start = Instant::now();
         let mut timings = Timings::default();
-        let prefix: Vec<Token> = self.tokenize(&request.parts.prefix).iter().map(|t| t.0).collect();
-        let suffix: Vec<Token> = if self.format.uses_suffix() {
-            self.tokenize(&request.parts.suffix).iter().map(|t| t.0).collect()
-        } else {
-            Vec::new()
-        };
         let n_ctx = self.ctx.n_ctx() as usize;
         let max_tokens = (request.max_tokens as usize).min(n_ctx / 2);
-        let budget = n_ctx - max_tokens - 1;
+        // Room for the prompt, less BOS and up to three FIM markers.
+        let budget = (n_ctx - max_tokens - 1).min(request.max_prompt_tokens as usize).saturating_sub(4);
+        let mut context = request.context.clone();
+        if !self.format.uses_suffix() {
+            context.suffix.clear();
+        }
+        let count = |s: &str| self.tokenize(s).len();
+        let parts = crate::context::fit(&context, budget, &count);
+        // The outline is tokenized on its own so that its tokens (and their KV entries) stay
+        // identical while the prefix after it changes.
+        let mut prefix: Vec<Token> = self.tokenize(&parts.outline).iter().map(|t| t.0).collect();
+        prefix.extend(self.tokenize(&parts.prefix).iter().map(|t| t.0));
+        let suffix: Vec<Token> = self.tokenize(&parts.suffix).iter().map(|t| t.0).collect();
         let prompt: Vec<LlamaToken> =
-            self.format.assemble(self.bos, &prefix, &suffix, budget).into_iter().map(LlamaToken).collect();
+            self.format.assemble(self.bos, &prefix, &suffix, budget + 4).into_iter().map(LlamaToken).collect();
         if prompt.is_empty() {
             return Ok(Generation { text: String::new(), timings });
         }
         timings.prompt_tokens = prompt.len();
+        timings.prompt = prompt.iter().map(|t| t.0).collect();
 
         let reused = self.prefill(&prompt, &request.cancel).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,

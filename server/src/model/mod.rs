@@ -18,7 +18,7 @@ use serde::Serialize;
 use tokio::sync::{oneshot, watch};
 
 use crate::config::{CompletionConfig, ModelConfig};
-use crate::context::PromptParts;
+use crate::context::ContextParts;
 use crate::postprocess::StopRule;
 
 /// Shared flag that stops a request's work at the next check.
@@ -63,7 +63,10 @@ pub struct ModelInfo {
 /// One completion for the model thread to generate.
 #[derive(Debug)]
 pub struct GenerateRequest {
-    pub parts: PromptParts,
+    /// The context before the token budget; the model thread fits it with its tokenizer.
+    pub context: ContextParts,
+    /// Prompt tokens at most (also bounded by the context size less `max_tokens`).
+    pub max_prompt_tokens: u32,
     pub stop: StopRule,
     pub max_tokens: u32,
     pub cancel: CancelFlag,
@@ -84,6 +87,10 @@ pub struct Timings {
     /// Tokens per second after the first one (0 when fewer than two tokens).
     pub decode_tokens_per_s: f64,
     pub total_ms: f64,
+    /// The prompt's token ids, for `ghostline bench` (`ghostline/lastTimings`), which replays
+    /// the same prompt against a peer server. Not part of the serialized timings.
+    #[serde(skip)]
+    pub prompt: Vec<crate::prompt::Token>,
 }
 
 /// The raw generated text (already cut at the stop rule) and its timings.

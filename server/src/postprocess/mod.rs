@@ -1,7 +1,10 @@
 //! Post-processing: when a streaming suggestion is complete, and how it is cleaned up.
 //!
 //! Pure text rules, no model and no LSP. The model thread calls [`StopRule::check`] after each
-//! token to stop generating as early as possible; [`StopRule::finish`] then trims the result.
+//! token to stop generating as early as possible; [`StopRule::finish`] then trims the result,
+//! and [`syntax::keep_if_parse_not_worse`] checks it against the file's syntax tree.
+
+pub mod syntax;
 
 /// How much text a suggestion may span, decided from the cursor's surroundings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +27,8 @@ pub struct StopRule {
     /// Text the generation must start with and that is not part of the suggestion: the line
     /// break and indentation left out of the prompt (see `Engine::request`).
     lead: String,
+    /// Blocks end with a closing brace: a suggestion stops before closing more than it opened.
+    braces: bool,
 }
 
 impl StopRule {
@@ -41,7 +46,19 @@ impl StopRule {
         } else {
             Mode::SingleLine
         };
-        StopRule { mode, line_after: line_after.to_owned(), next_line, lead: String::new() }
+        StopRule { mode, line_after: line_after.to_owned(), next_line, lead: String::new(), braces: false }
+    }
+
+    /// Completes the current line only (the syntax tree says the cursor is mid-expression).
+    pub fn single_line(mut self) -> Self {
+        self.mode = Mode::SingleLine;
+        self
+    }
+
+    /// For brace languages: a line that closes the block the suggestion started in ends it.
+    pub fn with_braces(mut self) -> Self {
+        self.braces = true;
+        self
     }
 
     /// Requires generated text to start with `lead`, which the suggestion then leaves out.
@@ -87,6 +104,9 @@ impl StopRule {
         match self.mode {
             Mode::SingleLine => text.find('\n'),
             Mode::MultiLine { indent } => {
+                if let Some(cut) = self.braces.then(|| unbalanced_close(text)).flatten() {
+                    return Some(cut);
+                }
                 let mut start = 0;
                 for (i, line) in text.split('\n').enumerate() {
                     let line_start = start;
@@ -115,6 +135,28 @@ impl StopRule {
             }
         }
     }
+}
+
+/// Where `text` first closes a bracket it did not open: the start of that line (before its
+/// line break) when the closer leads its line, else the closer itself.
+fn unbalanced_close(text: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    let mut line_start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '\n' => line_start = i + 1,
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth < 0 {
+                    let leads = text[line_start..i].trim().is_empty();
+                    return Some(if leads && line_start > 0 { line_start - 1 } else { i });
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Columns of leading whitespace (a tab counts as 4).
@@ -188,6 +230,15 @@ mod tests {
         assert_eq!(r.check("\nclass"), Some(0));
         assert_eq!(r.check(" # note"), Some(0));
         assert_eq!(r.finish("\nclass A: pass"), "");
+    }
+
+    #[test]
+    fn brace_blocks_end_at_the_closing_brace() {
+        let r = rule("fn f() {\n    |\n").with_braces();
+        assert_eq!(r.finish("let x = g(1, [2]);\n    x + 1\n}\n\nfn h() {}"), "let x = g(1, [2]);\n    x + 1");
+        assert_eq!(r.check("a }"), Some(2));
+        let r = rule("x = foo(|").single_line();
+        assert_eq!(r.mode, Mode::SingleLine);
     }
 
     #[test]

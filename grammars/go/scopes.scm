@@ -1,0 +1,3 @@
+(function_declaration) @scope
+(method_declaration) @scope
+(func_literal) @scope

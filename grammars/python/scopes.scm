@@ -1,0 +1,2 @@
+(function_definition) @scope
+(class_definition) @scope.class

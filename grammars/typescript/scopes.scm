@@ -1,0 +1,7 @@
+(function_declaration) @scope
+(generator_function_declaration) @scope
+(method_definition) @scope
+(arrow_function) @scope
+(function_expression) @scope
+(class_declaration) @scope.class
+(abstract_class_declaration) @scope.class

@@ -1,0 +1,149 @@
+//! The scope strategy: the enclosing function (from `scopes.scm`) in full around the cursor, and
+//! a compact outline of the rest of the file (from `outline.scm`) before it.
+
+use std::ops::Range;
+
+use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
+
+use super::OutlineItem;
+use crate::syntax::{BlockEnd, Spec};
+
+/// Lines an `@item` keeps in the outline.
+const ITEM_LINES: usize = 6;
+
+/// The byte range of the innermost scope around `cursor`: a function if there is one, else a
+/// class-like container. `None` at module level.
+pub fn enclosing_scope(spec: &Spec, tree: &Tree, text: &str, cursor: usize) -> Option<Range<usize>> {
+    let function = spec.scopes.capture_index_for_name("scope");
+    let class = spec.scopes.capture_index_for_name("scope.class");
+    let mut best: [Option<Node<'_>>; 2] = [None, None];
+    let mut qc = QueryCursor::new();
+    // Only nodes that contain the cursor can match a range that contains it.
+    qc.set_byte_range(cursor.saturating_sub(1)..cursor + 1);
+    let mut matches = qc.matches(&spec.scopes, tree.root_node(), text.as_bytes());
+    while let Some(m) = matches.next() {
+        for c in m.captures {
+            let n = c.node;
+            // The cursor right after a scope's last character is still inside it.
+            if !(n.start_byte() < cursor && cursor <= n.end_byte()) {
+                continue;
+            }
+            let slot = if Some(c.index) == function {
+                0
+            } else if Some(c.index) == class {
+                1
+            } else {
+                continue;
+            };
+            if best[slot].is_none_or(|b| n.byte_range().len() < b.byte_range().len()) {
+                best[slot] = Some(n);
+            }
+        }
+    }
+    let node = best[0].or(best[1])?;
+    // Decorators and attributes belong to the scope they decorate.
+    let node = match node.parent() {
+        Some(p) if p.kind() == "decorated_definition" => p,
+        _ => node,
+    };
+    // Start at the beginning of the scope's first line, so its indentation is kept.
+    let start = text[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    Some(start..node.end_byte())
+}
+
+/// Outline items of the file outside `scope`, in file order.
+pub fn outline(spec: &Spec, tree: &Tree, text: &str, scope: &Range<usize>) -> Vec<OutlineItem> {
+    let idx = |name| spec.outline.capture_index_for_name(name);
+    let (item, def, container, body) = (idx("item"), idx("def"), idx("container"), idx("body"));
+    let mut items = Vec::new();
+    let mut elided: Vec<Range<usize>> = Vec::new(); // bodies of @def: nothing inside is shown
+    let mut qc = QueryCursor::new();
+    let mut matches = qc.matches(&spec.outline, tree.root_node(), text.as_bytes());
+    let mut found = Vec::new();
+    while let Some(m) = matches.next() {
+        let mut whole = None;
+        let mut kind = None;
+        let mut body_node = None;
+        for c in m.captures {
+            if Some(c.index) == body {
+                body_node = Some(c.node);
+            } else if [item, def, container].contains(&Some(c.index)) {
+                whole = Some(c.node);
+                kind = Some(c.index);
+            }
+        }
+        if let (Some(node), Some(kind)) = (whole, kind) {
+            let kind = if Some(kind) == item {
+                Kind::Item
+            } else if Some(kind) == def {
+                Kind::Def
+            } else {
+                Kind::Container
+            };
+            found.push((node.byte_range(), kind, body_node.map(|b| b.byte_range())));
+        }
+    }
+    found.sort_by_key(|(r, _, _)| (r.start, std::cmp::Reverse(r.end)));
+    found.dedup_by_key(|(r, _, _)| r.clone());
+    for (range, kind, body) in found {
+        if elided.iter().any(|b| b.start <= range.start && range.end <= b.end) {
+            continue; // inside an elided body
+        }
+        let overlaps_scope = range.start < scope.end && scope.start < range.end;
+        let contains_scope = range.start <= scope.start && scope.end <= range.end;
+        if overlaps_scope && !(kind == Kind::Container && contains_scope) {
+            continue; // the scope itself, or something inside it: the prompt has it in full
+        }
+        let indent = line_indent(text, range.start);
+        let piece = match (kind, body) {
+            (Kind::Item, _) => {
+                let t = &text[range.clone()];
+                let mut lines: Vec<&str> = t.lines().take(ITEM_LINES).collect();
+                if t.lines().count() > ITEM_LINES {
+                    lines.push("...");
+                }
+                lines.join("\n")
+            }
+            (Kind::Def, Some(b)) => {
+                elided.push(b.clone());
+                let signature = text[range.start..b.start].trim_end();
+                match spec.block_end {
+                    BlockEnd::Indent => format!("{signature} ..."),
+                    BlockEnd::Braces => format!("{signature} {{ ... }}"),
+                }
+            }
+            (Kind::Container, Some(b)) => {
+                let header = text[range.start..b.start].trim_end();
+                if spec.block_end == BlockEnd::Braces {
+                    // The members follow as their own items; the closing brace as one more.
+                    items.push(OutlineItem { text: format!("{indent}}}"), start: range.end - 1 });
+                    format!("{header} {{")
+                } else {
+                    header.to_owned()
+                }
+            }
+            (_, None) => continue,
+        };
+        items.push(OutlineItem { text: format!("{indent}{piece}"), start: range.start });
+    }
+    items.sort_by_key(|i| i.start);
+    items
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Item,
+    Def,
+    Container,
+}
+
+/// The whitespace before `at` on its line, if only whitespace precedes it.
+fn line_indent(text: &str, at: usize) -> &str {
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let before = &text[start..at];
+    if before.trim().is_empty() {
+        before
+    } else {
+        ""
+    }
+}

@@ -1,0 +1,227 @@
+//! Syntax: tree-sitter grammars and their queries (from `grammars/`), parsing, incremental
+//! edits, and the few tree questions the rest of the engine asks.
+
+mod languages;
+
+use std::sync::OnceLock;
+
+use tree_sitter::{InputEdit, Language, Node, Parser, Point, Query, Tree};
+
+/// How a block ends in a language: by indentation (Python) or by a closing brace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockEnd {
+    Indent,
+    Braces,
+}
+
+/// One language: its grammar, its queries, and how it writes blocks.
+pub struct Spec {
+    pub name: &'static str,
+    pub language_ids: &'static [&'static str],
+    pub extensions: &'static [&'static str],
+    pub language: Language,
+    pub block_end: BlockEnd,
+    /// `@scope` (functions) and `@scope.class` (containers).
+    pub scopes: Query,
+    /// `@item`, `@def` + `@body`, `@container` + `@body`.
+    pub outline: Query,
+}
+
+impl std::fmt::Debug for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for Spec {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Spec {
+    fn new(
+        name: &'static str,
+        language_ids: &'static [&'static str],
+        extensions: &'static [&'static str],
+        language: Language,
+        block_end: BlockEnd,
+        (scopes, outline): (&str, &str),
+    ) -> Spec {
+        let query = |kind: &str, src: &str| {
+            Query::new(&language, src).unwrap_or_else(|e| panic!("grammars/{name}/{kind}.scm: {e}"))
+        };
+        let scopes = query("scopes", scopes);
+        let outline = query("outline", outline);
+        Spec { name, language_ids, extensions, language, block_end, scopes, outline }
+    }
+
+    pub fn parser(&self) -> Parser {
+        let mut parser = Parser::new();
+        parser.set_language(&self.language).expect("grammar compatible with the tree-sitter runtime");
+        parser
+    }
+
+    /// Parses `text` from scratch.
+    pub fn parse(&self, text: &str) -> Tree {
+        self.parser().parse(text, None).expect("parsing without a timeout or cancellation")
+    }
+}
+
+fn registry() -> &'static [Spec] {
+    static REGISTRY: OnceLock<Vec<Spec>> = OnceLock::new();
+    REGISTRY.get_or_init(languages::all)
+}
+
+/// The language for an LSP `languageId`.
+pub fn by_language_id(id: &str) -> Option<&'static Spec> {
+    registry().iter().find(|s| s.language_ids.contains(&id))
+}
+
+/// The language for a file name, by extension.
+pub fn by_path(path: &str) -> Option<&'static Spec> {
+    let ext = path.rsplit_once('.')?.1;
+    registry().iter().find(|s| s.extensions.contains(&ext))
+}
+
+/// All registered languages.
+pub fn all() -> &'static [Spec] {
+    registry()
+}
+
+/// The tree-sitter point (row, byte column) of byte offset `at` in `text`.
+pub fn point_at(text: &str, at: usize) -> Point {
+    let before = &text[..at];
+    let row = before.matches('\n').count();
+    let column = at - before.rfind('\n').map_or(0, |i| i + 1);
+    Point { row, column }
+}
+
+/// The edit replacing `text[start..old_end]` with `new_text`, for `Tree::edit`.
+pub fn input_edit(text: &str, start: usize, old_end: usize, new_text: &str) -> InputEdit {
+    let start_position = point_at(text, start);
+    let old_end_position = point_at(text, old_end);
+    let new_end_position = match new_text.rfind('\n') {
+        Some(i) => Point { row: start_position.row + new_text.matches('\n').count(), column: new_text.len() - i - 1 },
+        None => Point { row: start_position.row, column: start_position.column + new_text.len() },
+    };
+    InputEdit {
+        start_byte: start,
+        old_end_byte: old_end,
+        new_end_byte: start + new_text.len(),
+        start_position,
+        old_end_position,
+        new_end_position,
+    }
+}
+
+/// ERROR and MISSING nodes in the tree: how broken the parse is.
+pub fn error_count(tree: &Tree) -> usize {
+    fn walk(node: Node<'_>) -> usize {
+        if !node.has_error() {
+            return 0;
+        }
+        let own = usize::from(node.is_error() || node.is_missing());
+        let mut cursor = node.walk();
+        own + node.children(&mut cursor).map(walk).sum::<usize>()
+    }
+    walk(tree.root_node())
+}
+
+/// Whether the cursor (byte offset, after the last non-blank character of its line) ends a line
+/// that opens a block: `:` of a Python compound statement, `{` of a block or body.
+pub fn opens_block(tree: &Tree, text: &str, cursor: usize) -> bool {
+    let before = text[..cursor].trim_end_matches([' ', '\t']);
+    let Some(last) = before.chars().next_back() else { return false };
+    if !matches!(last, ':' | '{') {
+        return false;
+    }
+    let at = before.len() - last.len_utf8();
+    let Some(node) = tree.root_node().descendant_for_byte_range(at, at + 1) else { return false };
+    let parent = node.parent().map(|p| p.kind()).unwrap_or("");
+    if parent == "ERROR" || node.is_error() {
+        // Unfinished code the grammar could not place: judge by the line's first word.
+        const COMPOUND: &[&str] =
+            &["def", "class", "if", "elif", "else", "for", "while", "try", "except", "finally", "with", "async", "match", "case"];
+        let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+        let word = line.trim_start().split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
+        return last == '{' || COMPOUND.contains(&word);
+    }
+    let block_like = ["block", "body", "definition", "statement", "clause", "declaration_list", "_item", "declaration"];
+    node.kind() == &last.to_string() && block_like.iter().any(|k| parent.contains(k))
+}
+
+/// Whether the byte offset lies inside a string or comment node.
+pub fn in_string_or_comment(tree: &Tree, at: usize) -> bool {
+    let Some(mut node) = tree.root_node().descendant_for_byte_range(at, at) else { return false };
+    loop {
+        let kind = node.kind();
+        if (kind.contains("string") || kind.contains("comment")) && node.start_byte() < at && at < node.end_byte() {
+            return true;
+        }
+        match node.parent() {
+            Some(p) => node = p,
+            None => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_grammar_and_query_loads() {
+        for spec in all() {
+            let tree = spec.parse("");
+            assert_eq!(tree.root_node().kind().is_empty(), false, "{}", spec.name);
+            assert!(spec.scopes.capture_index_for_name("scope").is_some(), "{}", spec.name);
+            assert!(spec.outline.capture_index_for_name("def").is_some(), "{}", spec.name);
+        }
+        assert_eq!(by_language_id("python").unwrap().name, "python");
+        assert_eq!(by_path("src/main.rs").unwrap().name, "rust");
+        assert_eq!(by_path("a/b.tsx").unwrap().name, "tsx");
+        assert!(by_language_id("cobol").is_none());
+    }
+
+    #[test]
+    fn incremental_reparse_matches_a_fresh_parse() {
+        let spec = by_language_id("python").unwrap();
+        let mut text = String::from("def f(x):\n    return x\n");
+        let mut parser = spec.parser();
+        let mut tree = parser.parse(&text, None).unwrap();
+        for (start, end, insert) in [(23, 23, "\nclass A:\n    pass\n"), (4, 5, "g"), (15, 23, "y = 'é🦀'")] {
+            tree.edit(&input_edit(&text, start, end, insert));
+            text.replace_range(start..end, insert);
+            tree = parser.parse(&text, Some(&tree)).unwrap();
+            assert_eq!(tree.root_node().to_sexp(), spec.parse(&text).root_node().to_sexp(), "after {insert:?}: {text:?}");
+        }
+    }
+
+    #[test]
+    fn block_openers_come_from_the_tree() {
+        let py = by_language_id("python").unwrap();
+        let check = |spec: &Spec, src: &str| {
+            let tree = spec.parse(src);
+            opens_block(&tree, src, src.trim_end_matches('\n').len())
+        };
+        assert!(check(py, "def f(x):\n"));
+        assert!(check(py, "if a and b:  \n"));
+        assert!(!check(py, "d = {\"a\":\n"));
+        assert!(!check(py, "return math.\n"));
+        let rs = by_language_id("rust").unwrap();
+        assert!(check(rs, "fn main() {\n"));
+        assert!(!check(rs, "let x = foo(\n"));
+        let tree = py.parse("s = 'a b' # c d\n");
+        assert!(in_string_or_comment(&tree, 6));
+        assert!(in_string_or_comment(&tree, 13));
+        assert!(!in_string_or_comment(&tree, 2));
+    }
+
+    #[test]
+    fn error_count_sees_broken_code() {
+        let py = by_language_id("python").unwrap();
+        assert_eq!(error_count(&py.parse("def f(x):\n    return x\n")), 0);
+        assert!(error_count(&py.parse("def f(x:\n    return x\n")) > 0);
+    }
+}
