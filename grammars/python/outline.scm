@@ -4,3 +4,4 @@
 (module (expression_statement (assignment)) @item)
 (function_definition body: (block) @body) @def
 (class_definition body: (block) @body) @container
+(class_definition body: (block (expression_statement (assignment)) @item))

@@ -40,6 +40,13 @@ pub fn enclosing_scope(spec: &Spec, tree: &Tree, text: &str, cursor: usize) -> O
             }
         }
     }
+    if best[0].is_none() && spec.block_end == BlockEnd::Indent {
+        // A function whose body is still being written has no node yet (the grammar needs a
+        // body): take its header line and the lines indented under it.
+        if let Some(range) = unfinished_def(text, cursor) {
+            return Some(range);
+        }
+    }
     let node = best[0].or(best[1])?;
     // Decorators and attributes belong to the scope they decorate.
     let node = match node.parent() {
@@ -49,6 +56,44 @@ pub fn enclosing_scope(spec: &Spec, tree: &Tree, text: &str, cursor: usize) -> O
     // Start at the beginning of the scope's first line, so its indentation is kept.
     let start = text[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
     Some(start..node.end_byte())
+}
+
+/// For indentation languages: the `def …:` header nearest above the cursor (skipping blank
+/// lines) when it is indented less than the cursor's line, through the lines indented under it.
+fn unfinished_def(text: &str, cursor: usize) -> Option<Range<usize>> {
+    let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
+    let cursor_indent = crate::postprocess::indent_width(&text[line_start..cursor]);
+    let mut header_start = None;
+    let mut pos = line_start;
+    while pos > 0 {
+        let start = text[..pos - 1].rfind('\n').map_or(0, |i| i + 1);
+        let line = &text[start..pos - 1];
+        pos = start;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let word = line.trim_start().trim_start_matches("async ").trim_start();
+        if word.starts_with("def ") && line.trim_end().ends_with(':') && crate::postprocess::indent_width(line) < cursor_indent {
+            header_start = Some((start, crate::postprocess::indent_width(line)));
+        }
+        break;
+    }
+    let (start, header_indent) = header_start?;
+    // The block runs over blank lines and lines indented deeper than the header.
+    let mut end = text[cursor..].find('\n').map_or(text.len(), |i| cursor + i);
+    let mut next = end;
+    while next < text.len() {
+        let line_end = text[next + 1..].find('\n').map_or(text.len(), |i| next + 1 + i);
+        let line = &text[next + 1..line_end];
+        if !line.trim().is_empty() {
+            if crate::postprocess::indent_width(line) <= header_indent {
+                break;
+            }
+            end = line_end;
+        }
+        next = line_end;
+    }
+    Some(start..end)
 }
 
 /// Outline items of the file outside `scope`, in file order.

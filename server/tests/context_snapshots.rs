@@ -1,0 +1,93 @@
+//! Snapshot tests of the built prompt parts and the post-processed suggestion, one
+//! cursor-marked fixture per case under `fixtures/context/`, per language. No model: the token
+//! budget counts with a stand-in tokenizer (one token per 4 bytes), and a `.raw` file beside a
+//! fixture stands for the model's output.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use ghostline::config::Options;
+use ghostline::context;
+use ghostline::engine::{Engine, Input};
+use ghostline::model::{CancelFlag, ModelHandle, Sampling};
+use ghostline::postprocess::syntax::keep_if_parse_not_worse;
+use ghostline::syntax;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/context")
+}
+
+fn count(s: &str) -> usize {
+    s.len().div_ceil(4)
+}
+
+fn render(name: &str, budget: usize) -> String {
+    let path = fixtures().join(name);
+    let source = std::fs::read_to_string(&path).unwrap();
+    let cursor = source.find("<CURSOR>").expect("cursor marker");
+    let text = source.replacen("<CURSOR>", "", 1);
+    let spec = syntax::by_path(name).expect("a registered language");
+    let tree = spec.parse(&text);
+    let config = Options::default().resolve(None);
+    // No model is needed to build a request.
+    let engine = Engine::new(ModelHandle::spawn(&config.model, Sampling::from(&config.completion)), config.completion);
+    let input = Input { text: &text, cursor, syntax: Some((spec, &tree)) };
+    let request = engine.request(input, CancelFlag::new());
+    let parts = context::fit(&request.context, budget, &count);
+
+    let mut out = String::new();
+    writeln!(out, "strategy: {:?}", request.context.strategy).unwrap();
+    writeln!(out, "stop: {:?}", request.stop.mode).unwrap();
+    writeln!(out, "tokens (stand-in): outline {}, prefix {}, suffix {}", count(&parts.outline), count(&parts.prefix), count(&parts.suffix)).unwrap();
+    writeln!(out, "----- outline\n{}----- prefix\n{}\n----- suffix\n{}\n-----", parts.outline, parts.prefix, parts.suffix).unwrap();
+    let raw_path = path.with_extension("raw");
+    if let Ok(raw) = std::fs::read_to_string(&raw_path) {
+        let finished = request.stop.finish(&raw);
+        let guarded = keep_if_parse_not_worse(spec, &tree, &text, cursor, &finished);
+        writeln!(out, "----- raw model output\n{raw}----- suggestion\n{guarded}\n-----").unwrap();
+    }
+    out
+}
+
+macro_rules! case {
+    ($test:ident, $file:literal) => {
+        #[test]
+        fn $test() {
+            insta::assert_snapshot!(render($file, 1024));
+        }
+    };
+}
+
+case!(python_method, "python_method.py");
+case!(python_mid_expression, "python_mid_expression.py");
+case!(python_module_level, "python_module_level.py");
+case!(python_block_opener, "python_block_opener.py");
+case!(rust_impl_method, "rust_impl_method.rs");
+case!(javascript_class_method, "javascript_class_method.js");
+case!(typescript_function, "typescript_function.ts");
+case!(go_method, "go_method.go");
+
+/// A tight budget drops the outline items farthest from the scope first.
+#[test]
+fn python_method_tight_budget() {
+    insta::assert_snapshot!(render("python_method.py", 60));
+}
+
+/// The outline is byte-identical while the user types inside one scope.
+#[test]
+fn outline_is_stable_while_typing_in_a_scope() {
+    let source = std::fs::read_to_string(fixtures().join("python_method.py")).unwrap();
+    let cursor = source.find("<CURSOR>").unwrap();
+    let spec = syntax::by_language_id("python").unwrap();
+    let mut outlines = Vec::new();
+    let typed = "return TAU * self.radius";
+    for n in 0..=typed.len() {
+        let text = source.replacen("<CURSOR>", &typed[..n], 1);
+        let tree = spec.parse(&text);
+        let parts = context::build(&text, cursor + n, Some((spec, &tree)), 64, 16);
+        assert_eq!(parts.strategy, context::Strategy::Scope);
+        outlines.push(context::fit(&parts, 1024, &count).outline);
+    }
+    assert!(outlines.windows(2).all(|w| w[0] == w[1]), "outline changed while typing");
+    assert!(outlines[0].contains("def area(self): ..."), "{}", outlines[0]);
+}
