@@ -30,7 +30,7 @@ const CONTEXT_SIZE: u32 = 4096;
 const BATCH_SIZE: u32 = 512;
 const MAX_TOKENS: u32 = 64;
 /// Requests generating fewer tokens say little about the decode rate.
-const MIN_DECODE_TOKENS: usize = 8;
+const MIN_DECODE_TOKENS: usize = 4;
 const TIMEOUT: Duration = Duration::from_secs(300);
 
 pub struct Options {
@@ -214,6 +214,9 @@ pub struct Conditions {
     pub peer: Option<String>,
     pub peer_endpoint: Option<String>,
     pub replay: String,
+    /// The 1-minute load average when the bench started and ended: other work on the machine
+    /// competes for the same cores.
+    pub load_average: (f64, f64),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -254,6 +257,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         ghostline_version: format!("ghostline {} (llama.cpp through llama-cpp-2 0.1.160)", env!("CARGO_PKG_VERSION")),
         peer: peer_bin.as_deref().map(peer_version),
         peer_endpoint: None,
+        load_average: (load_average(), 0.0),
         replay: "closed-loop: each request waits for its answer (both sides, one after the other) before the \
                  next event; the recorded gaps are slept when the answers came sooner"
             .into(),
@@ -279,6 +283,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         }
         reports.push(summarize(&trace.0, path, runs, samples, rss, loads, peer_bin.is_some()));
     }
+    conditions.load_average.1 = load_average();
     let report = Report { conditions, traces: reports };
     if let Some(svg) = &opts.svg {
         std::fs::write(svg, chart(&report)).map_err(|e| format!("cannot write {}: {e}", svg.display()))?;
@@ -430,6 +435,13 @@ fn peak_rss_kb(pid: u32) -> u64 {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
+}
+
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
 }
 
 fn machine() -> String {
@@ -728,6 +740,12 @@ pub fn print_text(report: &Report) {
         println!("  peer: {peer}, the same GGUF, threads, context and batch, one slot; {endpoint}");
     }
     println!("  replay: {}", c.replay);
+    println!(
+        "  load average (1 min) at start {:.2}, at end {:.2} on {}",
+        c.load_average.0,
+        c.load_average.1,
+        c.machine.split(", ").nth(1).unwrap_or("the cores")
+    );
     for t in &report.traces {
         println!();
         println!(

@@ -161,7 +161,7 @@ pub fn start(exe: &Path, options: Value, stderr: Stdio, timeout: Duration) -> Re
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     // "ghostline: model ready (PATH, FORMAT, N ms)"
     let message = ready["params"]["message"].as_str().unwrap_or_default();
-    let inner = message.rsplit_once('(').map_or("", |(_, r)| r.trim_end_matches(')'));
+    let inner = message.split_once("model ready (").map_or("", |(_, r)| r.strip_suffix(')').unwrap_or(r));
     let format = inner.rsplitn(3, ", ").nth(1).unwrap_or("unknown").to_owned();
     Ok(Session { client, load_ms, format })
 }

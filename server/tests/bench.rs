@@ -1,0 +1,128 @@
+//! `ghostline bench` on a tiny trace: the structure and sanity of its JSON output (no timing
+//! thresholds: timings are measured, never asserted), and the llama-server peer replaying the
+//! same requests.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+fn bench(extra: &[&str]) -> Value {
+    let trace = fixture("bench-test/tiny.json");
+    let out = Command::new(binary())
+        .args(["bench", "--runs", "1", "--json", "--trace"])
+        .arg(&trace)
+        .arg("--model")
+        .arg(model())
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn positive(v: &Value, what: &str) -> f64 {
+    let x = v.as_f64().unwrap_or_else(|| panic!("{what} is not a number: {v}"));
+    assert!(x > 0.0 && x.is_finite(), "{what} = {x}");
+    x
+}
+
+fn requests_in_trace() -> usize {
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(fixture("bench-test/tiny.json")).unwrap()).unwrap();
+    trace["events"].as_array().unwrap().iter().filter(|e| e["complete"] == true).count()
+}
+
+/// Checks ghostline's side of a report; returns the trace report.
+fn check_ghostline(report: &Value) -> Value {
+    let c = &report["conditions"];
+    positive(&c["threads"], "threads");
+    assert_eq!(c["context_size"], 4096);
+    assert_eq!(c["batch_size"], 512);
+    assert!(c["machine"].as_str().is_some_and(|m| !m.is_empty()));
+    assert!(c["prompt_format"].as_str().is_some_and(|f| f.contains("prefix-only")), "{}", c["prompt_format"]);
+
+    let traces = report["traces"].as_array().unwrap();
+    assert_eq!(traces.len(), 1);
+    let t = &traces[0];
+    assert_eq!(t["name"], "tiny");
+    let requests = requests_in_trace();
+    assert_eq!(t["requests"], requests);
+    let samples = t["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), requests, "one sample per completion request");
+    for s in samples {
+        positive(&s["latency_ms"], "latency_ms");
+        let f = &s["server"];
+        if f.is_null() {
+            continue;
+        }
+        let prompt = positive(&f["prompt_tokens"], "prompt_tokens") as u64;
+        assert_eq!(f["reused_tokens"].as_u64().unwrap() + f["prefill_tokens"].as_u64().unwrap(), prompt, "{s}");
+        positive(&f["ttft_ms"], "ttft_ms");
+    }
+    // The first request on a fresh server is cold; each later one was served from the KV cache.
+    assert!(!samples[0]["server"].is_null(), "the cold request made a model call");
+
+    let g = &t["ghostline"];
+    let p50 = positive(&g["latency_ms"]["p50"], "latency p50");
+    assert!(g["latency_ms"]["p95"].as_f64().unwrap() >= p50);
+    positive(&g["cold_ttft_ms"]["p50"], "cold TTFT");
+    positive(&g["cold_prompt_tokens"]["p50"], "cold prompt tokens");
+    positive(&g["prefill_tokens_per_s"]["p50"], "prefill tokens/s");
+    positive(&g["peak_rss_mb"], "peak RSS");
+    positive(&g["load_ms"]["p50"], "load");
+    let prompt = positive(&t["prompt_tokens"]["p50"], "prompt tokens");
+    let redecoded = g["redecoded_tokens"]["p50"].as_f64().expect("re-decoded tokens");
+    assert!(redecoded < prompt, "re-decoded per keystroke {redecoded} < prompt {prompt}: the KV cache is kept");
+    let decoding = samples.iter().any(|s| s["server"]["generated_tokens"].as_u64().unwrap_or(0) >= 4);
+    if decoding {
+        positive(&g["decode_tokens_per_s"]["p50"], "decode tokens/s");
+        positive(&t["floor_ms"], "floor");
+    }
+    let targets = t["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 4);
+    t.clone()
+}
+
+#[test]
+fn bench_reports_every_figure_on_a_tiny_trace() {
+    let report = bench(&[]);
+    let t = check_ghostline(&report);
+    assert!(t["peer"].is_null() && t["ratios"].is_null());
+    // Without a peer, the targets that compare with llama.cpp are not measured.
+    let unmeasured = t["targets"].as_array().unwrap().iter().filter(|x| x["met"].is_null()).count();
+    assert_eq!(unmeasured, 3);
+}
+
+/// The peer: llama.cpp's llama-server (scripts/llama-server.sh builds it; scripts/test.sh
+/// provides it as GHOSTLINE_LLAMA_SERVER), fed the very prompt tokens ghostline decoded.
+#[test]
+fn bench_replays_the_same_requests_against_llama_server() {
+    let bin = std::env::var("GHOSTLINE_LLAMA_SERVER")
+        .expect("GHOSTLINE_LLAMA_SERVER must name llama-server: run scripts/test.sh (scripts/llama-server.sh builds it)");
+    let report = bench(&["--peer", "llama-server", "--peer-bin", &bin]);
+    let t = check_ghostline(&report);
+    let c = &report["conditions"];
+    assert!(c["peer"].as_str().is_some_and(|p| p.starts_with("llama-server")), "{}", c["peer"]);
+    assert!(c["peer_endpoint"].as_str().is_some_and(|e| e.contains("/completion")), "{}", c["peer_endpoint"]);
+    for s in t["samples"].as_array().unwrap() {
+        let (mine, theirs) = (&s["server"], &s["peer"]);
+        if mine.is_null() {
+            continue;
+        }
+        assert!(!theirs.is_null(), "every request with a model call is replayed: {s}");
+        assert_eq!(theirs["prompt_tokens"], mine["prompt_tokens"], "the same prompt on both sides: {s}");
+        let n = mine["generated_tokens"].as_u64().unwrap().max(1);
+        assert_eq!(theirs["generated_tokens"].as_u64().unwrap(), n, "the same generation length: {s}");
+        positive(&theirs["latency_ms"], "peer latency");
+    }
+    let p = &t["peer"];
+    positive(&p["latency_ms"]["p50"], "peer latency p50");
+    positive(&p["cold_ttft_ms"]["p50"], "peer cold TTFT");
+    positive(&p["peak_rss_mb"], "peer peak RSS");
+    positive(&t["ratios"]["latency_p50"], "latency ratio");
+    positive(&t["ratios"]["cold_ttft"], "cold TTFT ratio");
+    let measured = t["targets"].as_array().unwrap().iter().filter(|x| !x["met"].is_null()).count();
+    assert!(measured >= 3, "{}", t["targets"]);
+}
