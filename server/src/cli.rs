@@ -52,6 +52,32 @@ enum Command {
         #[arg(long)]
         script: Option<PathBuf>,
     },
+    /// Measure suggestion quality on real code (holes cut in installed sources), per context
+    /// strategy: next-line exact match, edit similarity, prompt tokens, TTFT.
+    Eval {
+        /// GGUF model file (default: $GHOSTLINE_MODEL).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Holes per language.
+        #[arg(long, default_value_t = 40)]
+        holes: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Languages (repeatable; default: python and rust).
+        #[arg(long = "language")]
+        languages: Vec<String>,
+        /// Source folders to cut holes in (default: the Python standard library, the cargo
+        /// registry's sources).
+        #[arg(long = "source")]
+        sources: Vec<PathBuf>,
+        /// Lines before the cursor in the naive window strategy.
+        #[arg(long, default_value_t = 256)]
+        window_lines: usize,
+        #[arg(long)]
+        threads: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay recorded typing traces through the real server and report latency, TTFT,
     /// prefill and decode rates, re-decoded tokens and peak memory (optionally against
     /// llama.cpp's llama-server, side by side).
@@ -118,6 +144,21 @@ pub fn main() -> ExitCode {
                 }
                 Err(message) => {
                     eprintln!("ghostline: {message}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Eval { model, holes, seed, languages, sources, window_lines, threads, json } => {
+            let mut options = Options::default();
+            options.model.path = model;
+            options.model.threads = threads;
+            let config = options.resolve(config::env_model());
+            let languages = if languages.is_empty() { vec!["python".into(), "rust".into()] } else { languages };
+            let eval = crate::eval::EvalOptions { holes_per_language: holes, seed, languages, sources, window_lines };
+            match crate::eval::run(&config, &eval, json) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("ghostline eval: {message}");
                     ExitCode::FAILURE
                 }
             }

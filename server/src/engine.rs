@@ -42,6 +42,12 @@ impl Engine {
 
     pub async fn complete(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
         let request = self.request(input, cancel);
+        self.run(input, request).await
+    }
+
+    /// Generates for a request built by [`Engine::request`] (possibly adjusted, as `eval` does
+    /// to compare context strategies) and post-processes the result.
+    pub async fn run(&self, input: Input<'_>, request: GenerateRequest) -> Result<Suggestion, GenerateError> {
         let stop = request.stop.clone();
         let strategy = request.context.strategy;
         let generation = self.model.generate(request).await?;

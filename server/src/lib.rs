@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 pub mod demo;
 pub mod engine;
+pub mod eval;
 pub mod lsp;
 pub mod model;
 pub mod postprocess;

@@ -95,3 +95,28 @@ fn fim_tokens_declared_in_gguf_switch_to_the_fim_prompt() {
     // A second request reuses the KV cache and generates without error.
     assert!(fim.get("text").is_some());
 }
+
+/// `ghostline eval` cuts holes in real files and reports both strategies (structure only: the
+/// quality figures come from full runs, see the README).
+#[test]
+fn eval_reports_scope_and_window_strategies() {
+    let out = Command::new(binary())
+        .args(["eval", "--holes", "2", "--language", "python", "--json", "--source"])
+        .arg(fixture("e2e"))
+        .arg("--model")
+        .arg(model())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = report["summary"].as_array().unwrap();
+    let strategies: Vec<&str> = summary.iter().map(|s| s["strategy"].as_str().unwrap()).collect();
+    assert_eq!(strategies, ["scope", "window256"], "{report}");
+    for s in summary {
+        assert_eq!(s["holes"], 2, "{s}");
+        assert!(s["prompt_tokens_mean"].as_f64().unwrap() > 0.0, "{s}");
+        assert!((0.0..=1.0).contains(&s["edit_similarity"].as_f64().unwrap()), "{s}");
+    }
+    let holes = report["holes"].as_array().unwrap();
+    assert!(holes.iter().all(|h| !h["target"].as_str().unwrap().is_empty()), "{report}");
+}
