@@ -349,7 +349,9 @@ fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -
     let log = std::fs::File::create(setup.logs.join("ghostline.log")).map_err(|e| e.to_string())?;
     let options = json!({
         "model": {"path": setup.model, "threads": setup.threads, "contextSize": CONTEXT_SIZE, "batchSize": BATCH_SIZE},
-        "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0}
+        // Every request goes to the model, as it does for the peer: typed-ahead reuse would
+        // answer some keystrokes from the previous suggestion and hide the model's cost.
+        "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0, "typedAhead": false}
     });
     let session = typing::start(&setup.exe, options, Stdio::from(log), TIMEOUT)?;
     let mut client = session.client;

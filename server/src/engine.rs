@@ -3,11 +3,13 @@
 //! context → prompt parts → model thread (with a stop rule) → post-processing. Knows nothing of
 //! LSP; the language server and the `complete` command both call [`Engine::complete`].
 
+use std::sync::Mutex;
+
 use tree_sitter::Tree;
 
 use crate::config::CompletionConfig;
 use crate::context::{self, Strategy};
-use crate::model::{CancelFlag, GenerateError, GenerateRequest, ModelHandle, Timings};
+use crate::model::{CacheHit, CancelFlag, GenerateError, GenerateRequest, ModelHandle, Timings};
 use crate::postprocess::{self, StopRule};
 use crate::syntax::{self, BlockEnd, Spec};
 
@@ -33,16 +35,60 @@ pub struct Input<'a> {
 pub struct Engine {
     pub model: ModelHandle,
     pub config: CompletionConfig,
+    /// The last suggestion shown, for typed-ahead reuse.
+    last: Mutex<Option<Shown>>,
+}
+
+/// A suggestion and the text around the cursor it was made for.
+struct Shown {
+    before: String,
+    after: String,
+    text: String,
+    strategy: Strategy,
 }
 
 impl Engine {
     pub fn new(model: ModelHandle, config: CompletionConfig) -> Self {
-        Engine { model, config }
+        Engine { model, config, last: Mutex::new(None) }
     }
 
     pub async fn complete(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
+        if let Some(s) = self.typed_ahead(input) {
+            return Ok(s);
+        }
         let request = self.request(input, cancel);
-        self.run(input, request).await
+        let suggestion = self.run(input, request).await?;
+        if self.config.typed_ahead && !suggestion.text.is_empty() {
+            let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
+            *self.last.lock().unwrap() = Some(Shown {
+                before: before.to_owned(),
+                after: after.to_owned(),
+                text: suggestion.text.clone(),
+                strategy: suggestion.strategy,
+            });
+        }
+        Ok(suggestion)
+    }
+
+    /// When the user has typed the start of the last suggestion (and changed nothing else),
+    /// the rest of it, with no model call.
+    fn typed_ahead(&self, input: Input<'_>) -> Option<Suggestion> {
+        if !self.config.typed_ahead {
+            return None;
+        }
+        let last = self.last.lock().unwrap();
+        let shown = last.as_ref()?;
+        let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
+        let typed = before.strip_prefix(shown.before.as_str())?;
+        if typed.is_empty() || after != shown.after {
+            return None;
+        }
+        let rest = shown.text.strip_prefix(typed)?;
+        if rest.trim().is_empty() {
+            return None;
+        }
+        let timings = Timings { cache: Some(CacheHit::TypedAhead), ..Timings::default() };
+        Some(Suggestion { text: rest.to_owned(), timings, strategy: shown.strategy })
     }
 
     /// Generates for a request built by [`Engine::request`] (possibly adjusted, as `eval` does

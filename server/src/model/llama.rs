@@ -16,9 +16,13 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use tokio::sync::watch;
 
-use super::{check_model_file, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
+use super::cache::Lru;
+use super::{check_model_file, CacheHit, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
 use crate::config::ModelConfig;
 use crate::prompt::{self, PromptFormat, Token};
+
+/// Suggestions remembered by prompt.
+const SUGGESTION_CACHE: usize = 256;
 
 /// llama.cpp's backend may be initialised once per process.
 fn backend() -> Result<&'static LlamaBackend, String> {
@@ -101,6 +105,8 @@ struct Worker<'m> {
     extra_stops: Vec<Token>,
     /// Tokens whose KV entries are in the context, in position order.
     cached: Vec<LlamaToken>,
+    /// Generated text by prompt (tokens, stop rule and token cap hashed together).
+    suggestions: Lru<u64, (String, usize)>,
     batch: LlamaBatch<'static>,
     n_batch: usize,
     sampling: Sampling,
@@ -153,6 +159,7 @@ impl<'m> Worker<'m> {
             bos,
             extra_stops,
             cached: Vec::new(),
+            suggestions: Lru::new(SUGGESTION_CACHE),
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
             sampling,
@@ -197,6 +204,21 @@ impl<'m> Worker<'m> {
         }
         timings.prompt_tokens = prompt.len();
         timings.prompt = prompt.iter().map(|t| t.0).collect();
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            prompt.iter().for_each(|t| t.0.hash(&mut h));
+            format!("{:?}", request.stop).hash(&mut h);
+            max_tokens.hash(&mut h);
+            h.finish()
+        };
+        if let Some((text, generated)) = self.suggestions.get(&key) {
+            timings.cache = Some(CacheHit::Prompt);
+            timings.generated_tokens = generated;
+            timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
+            timings.ttft_ms = timings.total_ms;
+            return Ok(Generation { text, timings });
+        }
 
         let reused = self.prefill(&prompt, &request.cancel).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,
@@ -257,6 +279,7 @@ impl<'m> Worker<'m> {
             timings.decode_tokens_per_s = (timings.generated_tokens - 1) as f64 / (end - first).as_secs_f64().max(1e-9);
         }
         let text = valid_utf8_prefix(&bytes)[..text_len].to_owned();
+        self.suggestions.put(key, (text.clone(), timings.generated_tokens));
         Ok(Generation { text, timings })
     }
 

@@ -5,6 +5,7 @@
 //! everything that touches it lives on that thread ([`llama`]). A dropped future cannot stop a
 //! blocking decode; a [`CancelFlag`] checked between prefill chunks and tokens does.
 
+mod cache;
 mod llama;
 
 use std::fmt;
@@ -87,10 +88,20 @@ pub struct Timings {
     /// Tokens per second after the first one (0 when fewer than two tokens).
     pub decode_tokens_per_s: f64,
     pub total_ms: f64,
+    /// Answered without the model: from the suggestion cache (same prompt as before) or by
+    /// typed-ahead reuse (the user typed the start of the previous suggestion).
+    pub cache: Option<CacheHit>,
     /// The prompt's token ids, for `ghostline bench` (`ghostline/lastTimings`), which replays
     /// the same prompt against a peer server. Not part of the serialized timings.
     #[serde(skip)]
     pub prompt: Vec<crate::prompt::Token>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheHit {
+    Prompt,
+    TypedAhead,
 }
 
 /// The raw generated text (already cut at the stop rule) and its timings.

@@ -1,0 +1,103 @@
+//! The model thread on the real test model: KV-cache reuse gives the same suggestion as a cold
+//! start, and reuses what it should.
+
+mod common;
+
+use common::*;
+use ghostline::config::Options;
+use ghostline::engine::{Engine, Input};
+use ghostline::model::{CancelFlag, ModelHandle, ModelStatus, Sampling};
+use ghostline::syntax;
+
+fn engine() -> Engine {
+    let mut options = Options::default();
+    options.model.path = Some(model());
+    // Compare model outputs: no answers from the previous suggestion.
+    options.completion.typed_ahead = Some(false);
+    let config = options.resolve(None);
+    Engine::new(ModelHandle::spawn(&config.model, Sampling::from(&config.completion)), config.completion)
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+/// Every prefix of a typing session inside one function, completed warm (one engine, cache
+/// kept from keystroke to keystroke) and cold (a fresh engine per keystroke): same text.
+#[test]
+fn warm_and_cold_caches_give_the_same_suggestions() {
+    let (text, line, _) = fixture_with_cursor("e2e/shapes.py");
+    let spec = syntax::by_language_id("python").unwrap();
+    let line_start: usize = text.split('\n').take(line as usize).map(|l| l.len() + 1).sum();
+    let typed = "        return 2 * math.pi * self.";
+    let rt = rt();
+    let warm = engine();
+    assert!(matches!(rt.block_on(warm.model.wait_loaded()), ModelStatus::Ready(_)));
+    let mut reused_any = false;
+    for n in [9, 16, 21, 26, typed.len()] {
+        let doc = format!("{}{}{}", &text[..line_start], &typed[..n], &text[line_start..]);
+        let tree = spec.parse(&doc);
+        let input = Input { text: &doc, cursor: line_start + n, syntax: Some((spec, &tree)) };
+        let w = rt.block_on(warm.complete(input, CancelFlag::new())).unwrap();
+        let cold = engine();
+        let c = rt.block_on(cold.complete(input, CancelFlag::new())).unwrap();
+        assert_eq!(w.text, c.text, "warm vs cold after typing {:?}", &typed[..n]);
+        assert_eq!(c.timings.reused_tokens, 0);
+        reused_any |= w.timings.reused_tokens > 0;
+        assert!(w.timings.prefill_tokens <= c.timings.prefill_tokens);
+    }
+    assert!(reused_any, "the warm engine never reused its KV cache");
+}
+
+/// A cancelled request stops and the next one still works from a consistent cache.
+#[test]
+fn cancellation_leaves_a_usable_cache() {
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    let spec = syntax::by_language_id("python").unwrap();
+    let line_start: usize = text.split('\n').take(line as usize).map(|l| l.len() + 1).sum();
+    let cursor = line_start + col as usize;
+    let tree = spec.parse(&text);
+    let input = Input { text: &text, cursor, syntax: Some((spec, &tree)) };
+    let rt = rt();
+    let e = engine();
+    let cancel = CancelFlag::new();
+    cancel.cancel();
+    assert!(rt.block_on(e.complete(input, cancel)).is_err());
+    let a = rt.block_on(e.complete(input, CancelFlag::new())).unwrap();
+    let b = rt.block_on(engine().complete(input, CancelFlag::new())).unwrap();
+    assert_eq!(a.text, b.text);
+}
+
+/// Typing the start of a suggestion answers with its rest at once; the same prompt again is
+/// answered from the suggestion cache.
+#[test]
+fn typed_ahead_and_prompt_cache_answer_without_the_model() {
+    let (text, line, _) = fixture_with_cursor("e2e/shapes.py");
+    let spec = syntax::by_language_id("python").unwrap();
+    let line_start: usize = text.split('\n').take(line as usize).map(|l| l.len() + 1).sum();
+    let mut options = Options::default();
+    options.model.path = Some(model());
+    let config = options.resolve(None);
+    let e = Engine::new(ModelHandle::spawn(&config.model, Sampling::from(&config.completion)), config.completion);
+    let rt = rt();
+    let typed = "        return 2 * ";
+    let doc = format!("{}{}{}", &text[..line_start], typed, &text[line_start..]);
+    let tree = spec.parse(&doc);
+    let cursor = line_start + typed.len();
+    let first = rt.block_on(e.complete(Input { text: &doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap();
+    assert!(first.text.len() > 2, "{first:?}");
+    assert_eq!(first.timings.cache, None);
+
+    let again = rt.block_on(e.complete(Input { text: &doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap();
+    assert_eq!(again.text, first.text);
+    assert_eq!(again.timings.cache, Some(ghostline::model::CacheHit::Prompt));
+
+    let head: String = first.text.chars().take(2).collect();
+    let doc2 = format!("{}{}{}{}", &text[..line_start], typed, head, &text[line_start..]);
+    let tree2 = spec.parse(&doc2);
+    let next = rt
+        .block_on(e.complete(Input { text: &doc2, cursor: cursor + head.len(), syntax: Some((spec, &tree2)) }, CancelFlag::new()))
+        .unwrap();
+    assert_eq!(next.timings.cache, Some(ghostline::model::CacheHit::TypedAhead));
+    assert_eq!(format!("{head}{}", next.text), first.text);
+}
