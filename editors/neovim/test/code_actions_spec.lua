@@ -42,6 +42,7 @@ H.test('code actions for the function under the cursor are listed', function()
 end)
 
 H.test('applying "Add docstring" through vim.lsp.buf.code_action changes the buffer', function()
+  H.ok(client and client.server_capabilities.codeActionProvider, 'codeActionProvider')
   vim.api.nvim_win_set_cursor(0, { 4, 6 })
   local before = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
   vim.lsp.buf.code_action({
