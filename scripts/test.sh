@@ -18,5 +18,6 @@ if [ ! -f "$fim" ] || [ "$fim" -ot scripts/make-fim-wiring-model.py ]; then
 fi
 export GHOSTLINE_FIM_WIRING_MODEL="$fim"
 
+GHOSTLINE_LLAMA_SERVER="${GHOSTLINE_LLAMA_SERVER:-$(scripts/llama-server.sh)}"; export GHOSTLINE_LLAMA_SERVER  # the bench's peer (built once into the venv: ~20 min on 2 cores)
 cargo test --release --workspace "$@"
 GHOSTLINE_CARGO_TESTS_DONE=1 scripts/test-editors.sh   # editors with real clients (Helix ran above with cargo test)
