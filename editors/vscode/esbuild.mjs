@@ -1,16 +1,19 @@
 // Bundles the extension (dist/extension.js, `vscode` left external) and, with --tests, the unit
-// tests (out/test/*.test.js, runnable by node's test runner without VS Code).
+// tests (out/test/*.test.js, runnable by node's test runner without VS Code); with --e2e, the
+// end-to-end test against the real server (out/e2e).
 import * as esbuild from "esbuild";
 import { readdirSync } from "node:fs";
 
 const args = new Set(process.argv.slice(2));
 const production = args.has("--production");
 
-if (args.has("--tests")) {
-  const tests = readdirSync("test").filter((f) => f.endsWith(".test.ts")).map((f) => `test/${f}`);
+if (args.has("--tests") || args.has("--e2e")) {
+  // Unit tests (*.test.ts → out/test) or the end-to-end test with the real server (*.e2e.ts → out/e2e).
+  const suffix = args.has("--e2e") ? ".e2e.ts" : ".test.ts";
+  const tests = readdirSync("test").filter((f) => f.endsWith(suffix)).map((f) => `test/${f}`);
   await esbuild.build({
     entryPoints: tests,
-    outdir: "out/test",
+    outdir: args.has("--e2e") ? "out/e2e" : "out/test",
     bundle: true,
     platform: "node",
     format: "cjs",

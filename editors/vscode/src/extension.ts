@@ -12,7 +12,6 @@ import {
   ServerOptions,
   ShowMessageNotification,
   State,
-  TransportKind,
 } from "vscode-languageclient/node";
 
 import { toServerSettings } from "./config";
@@ -68,9 +67,11 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   }
   output.appendLine(`ghostline ${found.version} from ${found.source}: ${found.path}`);
 
+  // stdio without `transport`: TransportKind.stdio would append `--stdio`, which ghostline's
+  // command line does not take.
   const serverOptions: ServerOptions = {
-    run: { command: found.path, args: ["lsp"], transport: TransportKind.stdio },
-    debug: { command: found.path, args: ["lsp"], transport: TransportKind.stdio, options: { env: { ...process.env, GHOSTLINE_LOG: "ghostline=debug" } } },
+    run: { command: found.path, args: ["lsp"] },
+    debug: { command: found.path, args: ["lsp"], options: { env: { ...process.env, GHOSTLINE_LOG: "ghostline=debug" } } },
   };
   const clientOptions: LanguageClientOptions = {
     // Every file and unsaved buffer; the server decides what it can complete.
