@@ -120,6 +120,9 @@ pub fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Lsp) {
         Command::Lsp => {
             runtime.block_on(crate::lsp::serve_stdio());
+            // tokio's stdin reader is a blocking thread that may sit in read() until the client
+            // closes the pipe; dropping the runtime would wait for it, so `exit` would not exit.
+            runtime.shutdown_background();
             ExitCode::SUCCESS
         }
         Command::Complete { file, line, character, json, model, max_tokens, threads } => {
