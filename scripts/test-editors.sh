@@ -76,7 +76,7 @@ run_nvim_spec() {
   local spec="editors/neovim/test/$1" out="$log/nvim-$1.log" started status
   started=$(date +%s)
   XDG_CONFIG_HOME="$log/config" XDG_DATA_HOME="$log/data" XDG_STATE_HOME="$log/state" \
-    timeout 150 "$NVIM" --headless --clean --cmd "set rtp^=editors/neovim" -c "luafile $spec" \
+    timeout 300 "$NVIM" --headless --clean --cmd "set rtp^=editors/neovim" -c "luafile $spec" \
     >"$out" 2>&1 </dev/null
   status=$?
   sed 's/^/  /' "$out"

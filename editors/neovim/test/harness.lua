@@ -60,7 +60,7 @@ function H.request(client, method, params, bufnr, ms)
   end, bufnr)
   assert(ok, 'request not sent: ' .. method)
   local started = vim.uv.hrtime()
-  H.wait(ms or 60000, function() return done end, method)
+  H.wait(ms or 120000, function() return done end, method)
   out(('# %s answered in %.0f ms'):format(method, (vim.uv.hrtime() - started) / 1e6))
   return result, err
 end
