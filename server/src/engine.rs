@@ -53,6 +53,9 @@ impl Engine {
     }
 
     pub async fn complete(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
+        if looks_binary(input.text, input.cursor) {
+            return Ok(Suggestion { text: String::new(), timings: Timings::default(), strategy: Strategy::Window });
+        }
         if let Some(s) = self.typed_ahead(input) {
             return Ok(s);
         }
@@ -152,6 +155,17 @@ impl Engine {
             cancel,
         }
     }
+}
+
+/// Whether the text around the cursor is binary data rather than code: a NUL, or more than
+/// one control character in twenty.
+fn looks_binary(text: &str, cursor: usize) -> bool {
+    let cursor = floor_char_boundary(text, cursor);
+    let start = floor_char_boundary(text, cursor.saturating_sub(2048));
+    let end = floor_char_boundary(text, cursor + 2048);
+    let around = &text[start..end];
+    let controls = around.chars().filter(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')).count();
+    around.contains('\0') || controls * 20 > around.chars().count()
 }
 
 fn floor_char_boundary(text: &str, mut i: usize) -> usize {

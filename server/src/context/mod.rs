@@ -22,8 +22,17 @@ use crate::syntax::Spec;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutlineItem {
     pub text: String,
-    /// Byte offset of the item in the file (for ordering and distance from the cursor).
+    /// Byte offset of the item in the file (for the distance from the cursor).
     pub start: usize,
+    /// Where the item is shown: its own offset for items above the scope; for items below it,
+    /// the offset of the scope's ancestor at the item's depth, so that they come before that
+    /// ancestor (the prompt must end with the scope).
+    pub order: usize,
+    /// The item written out in full (a function with its body), shown instead of `text` for
+    /// the items nearest the scope while the outline's share of the budget allows.
+    pub full: Option<String>,
+    /// A header of a block around the scope (its class, impl…): kept before anything else.
+    pub pinned: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,17 +124,28 @@ pub fn fit(parts: &ContextParts, budget: usize, count: &dyn Fn(&str) -> usize) -
     let suffix = keep_lines(&parts.suffix, budget * SUFFIX_SHARE / 100, count, End::First);
     let mut outline_room = budget * OUTLINE_SHARE / 100;
     let mut by_distance: Vec<&OutlineItem> = parts.outline.iter().collect();
-    by_distance.sort_by_key(|i| i.start.abs_diff(parts.prefix_start));
-    let mut kept = Vec::new();
+    by_distance.sort_by_key(|i| (!i.pinned, i.start.abs_diff(parts.prefix_start)));
+    let mut kept: Vec<(&OutlineItem, &str)> = Vec::new();
     for item in by_distance {
         let cost = count(&item.text) + 1;
         if cost <= outline_room {
             outline_room -= cost;
-            kept.push(item);
+            kept.push((item, &item.text));
         }
     }
-    kept.sort_by_key(|i| i.start);
-    let outline: String = kept.iter().map(|i| format!("{}\n", i.text)).collect();
+    // Then, nearest first, whole functions instead of their signatures: they show the model
+    // the file's own style, names and idioms.
+    for (item, shown) in kept.iter_mut() {
+        if let Some(full) = &item.full {
+            let extra = count(full).saturating_sub(count(&item.text));
+            if extra <= outline_room {
+                outline_room -= extra;
+                *shown = full;
+            }
+        }
+    }
+    kept.sort_by_key(|(i, _)| (i.order, i.order == i.start, i.start));
+    let outline: String = kept.iter().map(|(_, shown)| format!("{shown}\n")).collect();
     let prefix_room = budget.saturating_sub(count(&outline) + count(&suffix));
     let prefix = keep_lines(&parts.prefix, prefix_room, count, End::Last);
     PromptParts { outline, prefix, suffix }
@@ -200,9 +220,9 @@ mod tests {
         let parts = ContextParts {
             strategy: Strategy::Scope,
             outline: vec![
-                OutlineItem { text: "import a b c".into(), start: 0 },
-                OutlineItem { text: "def far(x): ...".into(), start: 10 },
-                OutlineItem { text: "def near(y): ...".into(), start: 90 },
+                OutlineItem { text: "import a b c".into(), start: 0, order: 0, full: None, pinned: false },
+                OutlineItem { text: "def far(x): ...".into(), start: 10, order: 10, full: None, pinned: false },
+                OutlineItem { text: "def near(y): ...".into(), start: 90, order: 90, full: None, pinned: false },
             ],
             prefix_start: 100,
             prefix: "def f():\n    one two\n    three four\n    x =".into(),

@@ -6,10 +6,13 @@ use std::ops::Range;
 use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
 
 use super::OutlineItem;
+use crate::postprocess::indent_width;
 use crate::syntax::{BlockEnd, Spec};
 
 /// Lines an `@item` keeps in the outline.
 const ITEM_LINES: usize = 6;
+/// Functions longer than this are only ever shown by their signature.
+const FULL_LINES: usize = 40;
 
 /// The byte range of the innermost scope around `cursor`: a function if there is one, else a
 /// class-like container. `None` at module level.
@@ -62,7 +65,7 @@ pub fn enclosing_scope(spec: &Spec, tree: &Tree, text: &str, cursor: usize) -> O
 /// lines) when it is indented less than the cursor's line, through the lines indented under it.
 fn unfinished_def(text: &str, cursor: usize) -> Option<Range<usize>> {
     let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
-    let cursor_indent = crate::postprocess::indent_width(&text[line_start..cursor]);
+    let cursor_indent = indent_width(&text[line_start..cursor]);
     let mut header_start = None;
     let mut pos = line_start;
     while pos > 0 {
@@ -73,8 +76,8 @@ fn unfinished_def(text: &str, cursor: usize) -> Option<Range<usize>> {
             continue;
         }
         let word = line.trim_start().trim_start_matches("async ").trim_start();
-        if word.starts_with("def ") && line.trim_end().ends_with(':') && crate::postprocess::indent_width(line) < cursor_indent {
-            header_start = Some((start, crate::postprocess::indent_width(line)));
+        if word.starts_with("def ") && line.trim_end().ends_with(':') && indent_width(line) < cursor_indent {
+            header_start = Some((start, indent_width(line)));
         }
         break;
     }
@@ -86,7 +89,7 @@ fn unfinished_def(text: &str, cursor: usize) -> Option<Range<usize>> {
         let line_end = text[next + 1..].find('\n').map_or(text.len(), |i| next + 1 + i);
         let line = &text[next + 1..line_end];
         if !line.trim().is_empty() {
-            if crate::postprocess::indent_width(line) <= header_indent {
+            if indent_width(line) <= header_indent {
                 break;
             }
             end = line_end;
@@ -160,8 +163,11 @@ pub fn outline(spec: &Spec, tree: &Tree, text: &str, scope: &Range<usize>) -> Ve
             (Kind::Container, Some(b)) => {
                 let header = text[range.start..b.start].trim_end();
                 if spec.block_end == BlockEnd::Braces {
-                    // The members follow as their own items; the closing brace as one more.
-                    items.push(OutlineItem { text: format!("{indent}}}"), start: range.end - 1 });
+                    // The members follow as their own items; the closing brace as one more,
+                    // unless the scope is inside (the prompt ends inside the container).
+                    if !contains_scope {
+                        items.push(OutlineItem { text: format!("{indent}}}"), start: range.end - 1, order: range.end - 1, full: None, pinned: false });
+                    }
                     format!("{header} {{")
                 } else {
                     header.to_owned()
@@ -169,10 +175,68 @@ pub fn outline(spec: &Spec, tree: &Tree, text: &str, scope: &Range<usize>) -> Ve
             }
             (_, None) => continue,
         };
-        items.push(OutlineItem { text: format!("{indent}{piece}"), start: range.start });
+        let full = (kind == Kind::Def && text[range.clone()].lines().count() <= FULL_LINES)
+            .then(|| format!("{indent}{}", &text[range.clone()]));
+        let pinned = kind == Kind::Container && contains_scope;
+        items.push(OutlineItem { text: format!("{indent}{piece}"), start: range.start, order: range.start, full, pinned });
+    }
+    if spec.block_end == BlockEnd::Indent {
+        // Headers of the blocks around the scope, even where unfinished code left the tree
+        // without their nodes: each nearest line above with less indentation ending in `:`.
+        for start in enclosing_headers(text, scope.start) {
+            if let Some(existing) = items.iter_mut().find(|i| i.start == start) {
+                existing.pinned = true;
+            } else {
+                let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+                items.push(OutlineItem { text: text[start..end].trim_end().to_owned(), start, order: start, full: None, pinned: true });
+            }
+        }
+    }
+    for item in &mut items {
+        if item.start >= scope.end {
+            item.order = ancestor_at_depth(text, scope.start, indent_width(&item.text));
+        }
     }
     items.sort_by_key(|i| i.start);
     items
+}
+
+/// Line starts of the block headers enclosing the line at `scope_start`, innermost first.
+fn enclosing_headers(text: &str, scope_start: usize) -> Vec<usize> {
+    let first_line_end = text[scope_start..].find('\n').map_or(text.len(), |i| scope_start + i);
+    let mut depth = indent_width(&text[scope_start..first_line_end]);
+    let mut headers = Vec::new();
+    let mut line_start = scope_start;
+    while depth > 0 && line_start > 0 {
+        line_start = text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+        let line = &text[line_start..line_end];
+        if line.trim().is_empty() || indent_width(line) >= depth {
+            continue;
+        }
+        depth = indent_width(line);
+        if line.trim_end().ends_with(':') {
+            headers.push(line_start);
+        }
+    }
+    headers
+}
+
+/// The start of the nearest line at or above `scope_start` indented at most `depth` columns:
+/// the scope's ancestor (or the scope itself) at that depth.
+fn ancestor_at_depth(text: &str, scope_start: usize, depth: usize) -> usize {
+    let mut line_start = scope_start;
+    loop {
+        let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+        let line = &text[line_start..line_end];
+        if !line.trim().is_empty() && indent_width(line) <= depth {
+            return line_start;
+        }
+        if line_start == 0 {
+            return 0;
+        }
+        line_start = text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
