@@ -18,6 +18,11 @@ if [ ! -f "$fim" ] || [ "$fim" -ot scripts/make-fim-wiring-model.py ]; then
 fi
 export GHOSTLINE_FIM_WIRING_MODEL="$fim"
 
+# Python with the gguf package: tests check ghostline's GGUF reader and memory arithmetic
+# against the figures gguf computes from the same files.
+ensure_python_packages gguf==0.19.0
+export GHOSTLINE_PYTHON="$VENV/bin/python"
+
 GHOSTLINE_LLAMA_SERVER="${GHOSTLINE_LLAMA_SERVER:-$(scripts/llama-server.sh)}"; export GHOSTLINE_LLAMA_SERVER  # the bench's peer (built once into the venv: ~20 min on 2 cores)
 cargo test --release --workspace "$@"
 GHOSTLINE_CARGO_TESTS_DONE=1 scripts/test-editors.sh   # editors with real clients (Helix ran above with cargo test)

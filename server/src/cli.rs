@@ -1,4 +1,5 @@
-//! Command line: `ghostline` (the language server over stdio), `complete`, `demo`, `bench`.
+//! Command line: `ghostline` (the language server over stdio), `complete`, `demo`, `bench`,
+//! `doctor`, `models`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +42,40 @@ enum Command {
         max_tokens: Option<u32>,
         #[arg(long)]
         threads: Option<u32>,
+    },
+    /// Check the set-up without an editor: backend, threads, the model and its FIM format, KV
+    /// cache bytes per token and the memory plan against available memory, a real load, the
+    /// cloud and offline settings (nothing is sent). Exits non-zero when a check fails.
+    Doctor {
+        /// GGUF model file (default: the settings' model.path, $GHOSTLINE_MODEL, then discovery).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Editor settings as JSON (what the editor sends as initializationOptions).
+        #[arg(long)]
+        settings: Option<PathBuf>,
+        /// Override model.memoryBudgetMb.
+        #[arg(long)]
+        memory_budget_mb: Option<u64>,
+        /// Override model.contextSize.
+        #[arg(long)]
+        context_size: Option<u32>,
+        #[arg(long)]
+        threads: Option<u32>,
+        /// Check the GGUF header only; do not load the model.
+        #[arg(long)]
+        no_load: bool,
+        /// Print one JSON object (checks and figures).
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the GGUF models found in the Hugging Face cache, LM Studio, llama.cpp's cache and
+    /// Ollama, best first, with the reasons; the first is used when no model is configured.
+    Models {
+        /// The memory budget to judge them by (default: half of physical memory).
+        #[arg(long)]
+        memory_budget_mb: Option<u64>,
+        #[arg(long)]
+        json: bool,
     },
     /// Drive the real language server over stdio through a scripted typing session and print
     /// each suggestion with its latency.
@@ -130,7 +165,8 @@ pub fn main() -> ExitCode {
             options.model.path = model;
             options.model.threads = threads;
             options.completion.max_tokens = max_tokens;
-            let config = options.resolve(config::env_model());
+            let mut config = options.resolve(config::env_model());
+            crate::model::discover::fill_in(&mut config.model);
             match runtime.block_on(complete(&file, line, character, &config)) {
                 Ok(out) => {
                     if json {
@@ -183,6 +219,29 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Command::Doctor { model, settings, memory_budget_mb, context_size, threads, no_load, json } => {
+            let opts = crate::doctor::DoctorOptions { model, settings, memory_budget_mb, context_size, threads, no_load };
+            let report = crate::doctor::run(&opts);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report).expect("serializable report"));
+            } else {
+                report.print_text();
+            }
+            if report.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Command::Models { memory_budget_mb, json } => {
+            let (candidates, roots) = crate::doctor::models(memory_budget_mb);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&json!({ "models": candidates })).expect("serializable list"));
+            } else {
+                crate::doctor::print_models(&candidates, &roots);
+            }
+            ExitCode::SUCCESS
+        }
         Command::Demo { model, script } => match crate::demo::run(model, script) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
@@ -210,7 +269,7 @@ async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Co
 
     let model = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
     let info = match model.wait_loaded().await {
-        ModelStatus::Ready(info) => info,
+        ModelStatus::Ready(info) | ModelStatus::Unloaded(info) => info,
         ModelStatus::NotConfigured => {
             return Err(format!("no model: pass --model or set {}", config::MODEL_ENV));
         }

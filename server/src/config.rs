@@ -30,6 +30,68 @@ pub struct ModelOptions {
     pub threads: Option<u32>,
     pub context_size: Option<u32>,
     pub batch_size: Option<u32>,
+    /// Layers offloaded to the GPU (default: all when a GPU backend is built in, else 0).
+    pub gpu_layers: Option<u32>,
+    /// Memory for weights + KV cache + compute buffers, in MiB (default: half of physical memory).
+    pub memory_budget_mb: Option<u64>,
+    /// Unload the model after this much inactivity (seconds, or a duration string like "10m").
+    pub keep_alive: Option<KeepAlive>,
+}
+
+/// `model.keepAlive`: seconds as a number (fractions allowed), or a string of numbers with
+/// units `ms`, `s`, `m`, `h` (`"90s"`, `"10m"`, `"1h30m"`); `0`, a negative number, `"never"` or
+/// `null` keep the model loaded for good.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KeepAlive(pub Option<std::time::Duration>);
+
+impl<'de> Deserialize<'de> for KeepAlive {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Seconds(f64),
+            Text(String),
+        }
+        let raw = Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("expected seconds (a number) or a duration string such as \"10m\"")
+        })?;
+        match raw {
+            Raw::Seconds(s) if s.is_finite() && s > 0.0 => Ok(KeepAlive(Some(std::time::Duration::from_secs_f64(s)))),
+            Raw::Seconds(s) if s.is_finite() => Ok(KeepAlive(None)),
+            Raw::Seconds(_) => Err(serde::de::Error::custom("expected a finite number of seconds")),
+            Raw::Text(t) => parse_duration(&t).map(KeepAlive).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Parses `"90s"`, `"10m"`, `"1h30m"`, `"250ms"`, `"45"` (seconds), `"never"`; zero is `None`.
+pub fn parse_duration(text: &str) -> Result<Option<std::time::Duration>, String> {
+    let t = text.trim().to_ascii_lowercase();
+    if t == "never" || t == "off" || t == "forever" {
+        return Ok(None);
+    }
+    let bad = || format!("cannot read {text:?} as a duration: use seconds or e.g. \"90s\", \"10m\", \"1h30m\"");
+    let mut total = 0.0f64;
+    let mut rest = t.as_str();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let value: f64 = rest[..num_end].parse().map_err(|_| bad())?;
+        rest = &rest[num_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let factor = match rest[..unit_end].trim() {
+            "" | "s" | "sec" | "secs" => 1.0,
+            "ms" => 0.001,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += value * factor;
+        rest = &rest[unit_end..];
+    }
+    Ok((total > 0.0).then(|| std::time::Duration::from_secs_f64(total)))
 }
 
 #[derive(Debug, Default, Clone, Deserialize, PartialEq)]
@@ -77,8 +139,17 @@ pub struct ModelConfig {
     /// `None` when neither `model.path` nor `GHOSTLINE_MODEL` names a file.
     pub path: Option<PathBuf>,
     pub threads: u32,
+    /// The context size at most: the memory budget and the trained context may lower it.
     pub context_size: u32,
     pub batch_size: u32,
+    /// `None`: the backend's default (all layers on a GPU backend, none on the CPU).
+    pub gpu_layers: Option<u32>,
+    /// `None`: half of the physical memory.
+    pub memory_budget_mb: Option<u64>,
+    /// `None`: never unload.
+    pub keep_alive: Option<std::time::Duration>,
+    /// Set when no model was configured and one was discovered: which, and why.
+    pub discovered: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +211,10 @@ impl Options {
                 threads: m.threads.filter(|&t| t > 0).unwrap_or_else(default_threads),
                 context_size: m.context_size.filter(|&n| n >= 256).unwrap_or(4096),
                 batch_size: m.batch_size.filter(|&n| n >= 16).unwrap_or(512),
+                gpu_layers: m.gpu_layers,
+                memory_budget_mb: m.memory_budget_mb.filter(|&mb| mb > 0),
+                keep_alive: m.keep_alive.and_then(|k| k.0),
+                discovered: None,
             },
             completion: CompletionConfig {
                 enabled: c.enabled.unwrap_or(true),
@@ -219,10 +294,41 @@ mod tests {
     }
 
     #[test]
+    fn model_memory_and_keep_alive_settings() {
+        use std::time::Duration;
+        let c = parse(&json!({"model": {"gpuLayers": 0, "memoryBudgetMb": 2048, "keepAlive": 90}}))
+            .unwrap()
+            .options
+            .resolve(None);
+        assert_eq!((c.model.gpu_layers, c.model.memory_budget_mb), (Some(0), Some(2048)));
+        assert_eq!(c.model.keep_alive, Some(Duration::from_secs(90)));
+        let keep = |v: Value| parse(&json!({"model": {"keepAlive": v}})).map(|p| p.options.resolve(None).model.keep_alive);
+        assert_eq!(keep(json!("10m")), Ok(Some(Duration::from_secs(600))));
+        assert_eq!(keep(json!("1h30m")), Ok(Some(Duration::from_secs(5400))));
+        assert_eq!(keep(json!("250ms")), Ok(Some(Duration::from_millis(250))));
+        assert_eq!(keep(json!(0.5)), Ok(Some(Duration::from_millis(500))));
+        assert_eq!(keep(json!(0)), Ok(None));
+        assert_eq!(keep(json!(-1)), Ok(None));
+        assert_eq!(keep(json!("never")), Ok(None));
+        assert_eq!(keep(Value::Null), Ok(None));
+        let e = keep(json!("soon")).unwrap_err();
+        assert!(e.contains("model.keepAlive") && e.contains("duration"), "{e}");
+        let e = keep(json!(true)).unwrap_err();
+        assert!(e.contains("model.keepAlive"), "{e}");
+        let e = parse(&json!({"model": {"memoryBudgetMb": "lots"}})).unwrap_err();
+        assert!(e.contains("model.memoryBudgetMb"), "{e}");
+        let e = parse(&json!({"model": {"gpuLayers": -1}})).unwrap_err();
+        assert!(e.contains("model.gpuLayers"), "{e}");
+        let p = parse(&json!({"model": {"keepAlive": "5m", "gpuLayer": 3}})).unwrap();
+        assert_eq!(p.unknown_keys, vec!["model.gpuLayer".to_string()]);
+    }
+
+    #[test]
     fn defaults() {
         let c = parse(&Value::Null).unwrap().options.resolve(None);
         assert_eq!(c.model.path, None);
         assert!(c.model.threads >= 1);
+        assert_eq!((c.model.context_size, c.model.gpu_layers, c.model.memory_budget_mb, c.model.keep_alive), (4096, None, None, None));
         assert_eq!(c.completion.max_tokens, 64);
         assert_eq!(c.completion.repeat_penalty, 1.1);
         assert_eq!(c.privacy, Privacy::LocalOnly);

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod demo;
+pub mod doctor;
 pub mod engine;
 pub mod eval;
 pub mod lsp;

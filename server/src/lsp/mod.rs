@@ -85,14 +85,19 @@ impl Backend {
         if !parsed.unknown_keys.is_empty() {
             tracing::warn!(keys = ?parsed.unknown_keys, "ignoring unknown ghostline settings");
         }
-        Ok(parsed.options.resolve(config::env_model()))
+        let mut config = parsed.options.resolve(config::env_model());
+        // No model named: look where users already keep models (model::discover).
+        crate::model::discover::fill_in(&mut config.model);
+        Ok(config)
     }
 
     /// (Re)starts the model with the current configuration. Its loading is reported to the
     /// client when `report` is set (only once the client is initialized).
     fn start_model(&self, report: bool) {
         let config = self.config.read().unwrap().clone();
-        let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
+        // The new model loads only once the old thread has let its model go: one resident.
+        let previous = self.engine().map(|e| e.model.residency());
+        let handle = ModelHandle::spawn_after(&config.model, Sampling::from(&config.completion), previous);
         let engine = Arc::new(Engine::new(handle, config.completion.clone()));
         let old = self.engine.write().unwrap().replace(engine);
         if let Some(old) = old {
@@ -196,19 +201,33 @@ impl Backend {
     }
 }
 
-/// Follows the model's status: `$/progress` while it loads (when the client supports it), and
-/// `window/showMessage` when it fails or is not configured.
+/// Follows the model's status for the life of its thread: `$/progress` while it loads (when the
+/// client supports it; again for a reload after `model.keepAlive`), and `window/showMessage`
+/// when it fails or is not configured.
 async fn report_model_status(client: Client, mut status: tokio::sync::watch::Receiver<ModelStatus>, progress: bool) {
+    static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let mut ongoing = None;
-    // Even a load that finished before the client was ready is shown as begin … end.
-    if progress && !matches!(*status.borrow(), ModelStatus::NotConfigured) {
-        let token = ProgressToken::String(format!("ghostline/model-load/{}", std::process::id()));
-        if client.create_work_done_progress(token.clone()).await.is_ok() {
-            ongoing = Some(client.progress(token, "ghostline: loading model").with_percentage(0).begin().await);
-        }
-    }
+    let mut first = true;
+    let mut announced = false;
+    let mut was_unloaded = false;
     loop {
         let current = status.borrow_and_update().clone();
+        // Even a load that finished before we looked (the first one, before the client was
+        // ready; or a reload seen only once ready) is shown as begin … end.
+        let load_starts = match &current {
+            ModelStatus::NotConfigured | ModelStatus::Unloaded(_) => false,
+            ModelStatus::Loading { .. } => true,
+            _ => first || was_unloaded,
+        };
+        first = false;
+        was_unloaded = matches!(current, ModelStatus::Unloaded(_));
+        if progress && load_starts && ongoing.is_none() {
+            let n = LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let token = ProgressToken::String(format!("ghostline/model-load/{}/{n}", std::process::id()));
+            if client.create_work_done_progress(token.clone()).await.is_ok() {
+                ongoing = Some(client.progress(token, "ghostline: loading model").with_percentage(0).begin().await);
+            }
+        }
         match current {
             ModelStatus::Loading { progress } => {
                 if let Some(p) = &ongoing {
@@ -222,7 +241,22 @@ async fn report_model_status(client: Client, mut status: tokio::sync::watch::Rec
                 client
                     .log_message(MessageType::Info, format!("ghostline: model ready ({}, {}, {} ms)", info.path.display(), info.format, info.load_ms.round()))
                     .await;
-                return;
+                let memory = info.memory.as_ref().map_or_else(|| format!("context {} tokens", info.n_ctx), |p| p.describe());
+                client
+                    .log_message(MessageType::Info, format!("ghostline: backend {} (GPU layers: {}); memory: {memory}", info.backend, info.gpu_layers))
+                    .await;
+                if let (Some(why), false) = (&info.discovered, announced) {
+                    client.show_message(MessageType::Info, format!("ghostline: {why}")).await;
+                }
+                announced = true;
+            }
+            ModelStatus::Unloaded(info) => {
+                client
+                    .log_message(
+                        MessageType::Info,
+                        format!("ghostline: model unloaded after model.keepAlive of inactivity ({}); the next request loads it again", info.path.display()),
+                    )
+                    .await;
             }
             ModelStatus::Failed(message) => {
                 if let Some(p) = ongoing.take() {
@@ -235,7 +269,7 @@ async fn report_model_status(client: Client, mut status: tokio::sync::watch::Rec
                 client
                     .show_message(
                         MessageType::Warning,
-                        format!("ghostline: no model configured; set `model.path` in the settings or the {} environment variable", config::MODEL_ENV),
+                        format!("ghostline: no model configured, and none found in the Hugging Face, LM Studio, llama.cpp or Ollama folders (see `ghostline models`); set `model.path` in the settings or the {} environment variable", config::MODEL_ENV),
                     )
                     .await;
                 return;

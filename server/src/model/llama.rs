@@ -24,6 +24,11 @@ use crate::prompt::{self, PromptFormat, Token};
 /// Suggestions remembered by prompt.
 const SUGGESTION_CACHE: usize = 256;
 
+/// Initialises llama.cpp's backend (once per process).
+pub(super) fn init_backend() -> Result<(), String> {
+    backend().map(|_| ())
+}
+
 /// llama.cpp's backend may be initialised once per process.
 fn backend() -> Result<&'static LlamaBackend, String> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
@@ -36,7 +41,9 @@ fn backend() -> Result<&'static LlamaBackend, String> {
         .map_err(Clone::clone)
 }
 
-/// Entry point of the model thread.
+/// Entry point of the model thread. With `model.keepAlive` set, the model and its context are
+/// freed after that much inactivity, and the next request loads them again (reported like the
+/// first load: `Loading` progress, then `Ready`).
 pub(super) fn run(
     path: PathBuf,
     config: ModelConfig,
@@ -44,39 +51,109 @@ pub(super) fn run(
     status: watch::Sender<ModelStatus>,
     jobs: mpsc::Receiver<Job>,
 ) {
+    let mut pending = None;
+    loop {
+        match load_and_serve(&path, &config, sampling, &status, &jobs, pending.take()) {
+            Served::Closed => break,
+            Served::Failed(message) => return fail(message, &status, jobs),
+            Served::Idle(info) => {
+                tracing::info!(keep_alive_s = config.keep_alive.map(|d| d.as_secs_f64()), "model unloaded after inactivity");
+                status.send_replace(ModelStatus::Unloaded(info));
+                match next_live_job(&jobs) {
+                    Some(job) => pending = Some(job),
+                    None => break,
+                }
+                tracing::info!("loading the model again for a request");
+            }
+        }
+    }
+    tracing::debug!("model thread exits");
+}
+
+/// How a loaded model's service ended.
+enum Served {
+    /// The job channel closed: the handle was dropped.
+    Closed,
+    /// Loading failed.
+    Failed(String),
+    /// No job for `keepAlive`: the model and context have been freed.
+    Idle(ModelInfo),
+}
+
+/// Loads the model (planning its memory first), reports it ready, serves `pending` and then
+/// queued jobs until the channel closes or `keepAlive` passes without a job.
+fn load_and_serve(
+    path: &std::path::Path,
+    config: &ModelConfig,
+    sampling: Sampling,
+    status: &watch::Sender<ModelStatus>,
+    jobs: &mpsc::Receiver<Job>,
+    pending: Option<Job>,
+) -> Served {
     let started = Instant::now();
+    status.send_replace(ModelStatus::Loading { progress: 0.0 });
+    let gpu_layers = super::backend::gpu_layers(config.gpu_layers);
+    let plan = match plan_memory(path, config) {
+        Ok(plan) => plan,
+        Err(message) => return Served::Failed(message),
+    };
+    let mut sized = config.clone();
+    if let Some(plan) = &plan {
+        sized.context_size = plan.n_ctx;
+    }
     let loaded = backend().and_then(|backend| {
-        check_model_file(&path)?;
+        check_model_file(path)?;
+        tracing::info!(backend = super::backend::name(), gpu_layers = %super::backend::describe_layers(gpu_layers), "llama.cpp backend");
         let progress = status.clone();
-        let params = LlamaModelParams::default().with_progress_callback(move |p| {
+        let params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers).with_progress_callback(move |p| {
             progress.send_replace(ModelStatus::Loading { progress: p });
             true
         });
-        let model = LlamaModel::load_from_file(backend, &path, &params).map_err(|e| {
+        let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
             format!("llama.cpp could not load the model file {}: the file is truncated, corrupt or of an unsupported architecture ({e})", path.display())
         })?;
         Ok((backend, model))
     });
     let (backend, model) = match loaded {
         Ok(v) => v,
-        Err(message) => return fail(message, &status, jobs),
+        Err(message) => return Served::Failed(message),
     };
-    let mut worker = match Worker::new(backend, &model, &path, &config, sampling) {
+    let mut worker = match Worker::new(backend, &model, path, &sized, sampling) {
         Ok(w) => w,
-        Err(message) => return fail(message, &status, jobs),
+        Err(message) => return Served::Failed(message),
     };
     let info = ModelInfo {
-        path: path.clone(),
+        path: path.to_path_buf(),
         format: worker.format.to_string(),
         n_ctx: worker.ctx.n_ctx(),
         n_ctx_train: model.n_ctx_train(),
         threads: config.threads,
         load_ms: started.elapsed().as_secs_f64() * 1e3,
+        backend: super::backend::name().into(),
+        gpu_layers: super::backend::describe_layers(gpu_layers),
+        memory: plan,
+        discovered: config.discovered.clone(),
     };
     tracing::info!(path = %path.display(), format = %info.format, n_ctx = info.n_ctx, threads = info.threads, load_ms = info.load_ms, "model ready");
-    status.send_replace(ModelStatus::Ready(info));
+    status.send_replace(ModelStatus::Ready(info.clone()));
 
-    while let Ok(Job { request, reply }) = jobs.recv() {
+    let mut next = pending;
+    loop {
+        let job = match next.take() {
+            Some(job) => job,
+            None => match config.keep_alive {
+                None => match jobs.recv() {
+                    Ok(job) => job,
+                    Err(_) => return Served::Closed,
+                },
+                Some(idle) => match jobs.recv_timeout(idle) {
+                    Ok(job) => job,
+                    Err(mpsc::RecvTimeoutError::Timeout) => break,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Served::Closed,
+                },
+            },
+        };
+        let Job { request, reply } = job;
         let result = if request.cancel.is_cancelled() {
             Err(GenerateError::Cancelled)
         } else {
@@ -84,7 +161,50 @@ pub(super) fn run(
         };
         let _ = reply.send(result);
     }
-    tracing::debug!("model thread exits");
+    // Idle for keepAlive: free the context, then the model.
+    drop(worker);
+    drop(model);
+    Served::Idle(info)
+}
+
+/// Waits for the next job that is not already cancelled (a cancelled one needs no model);
+/// `None` when the channel closes.
+fn next_live_job(jobs: &mpsc::Receiver<Job>) -> Option<Job> {
+    loop {
+        let job = jobs.recv().ok()?;
+        if job_cancelled(&job) {
+            let _ = job.reply.send(Err(GenerateError::Cancelled));
+        } else {
+            return Some(job);
+        }
+    }
+}
+
+fn job_cancelled(job: &Job) -> bool {
+    job.request.cancel.is_cancelled()
+}
+
+/// Reads the model's dimensions from its GGUF header and chooses the context size for the
+/// memory budget. A header ghostline cannot read leaves the choice to the old rule (the
+/// configured size, capped by the trained context) and any error in the file to llama.cpp;
+/// a budget too small for the model is an error.
+fn plan_memory(path: &std::path::Path, config: &ModelConfig) -> Result<Option<super::memory::Plan>, String> {
+    if check_model_file(path).is_err() {
+        return Ok(None);
+    }
+    let shape = super::gguf::Gguf::open(path).map_err(|e| e.to_string()).and_then(|g| Ok((g.shape()?, g.weights_bytes())));
+    let (shape, weights) = match shape {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!("cannot plan memory from the GGUF header ({e}); using model.contextSize");
+            return Ok(None);
+        }
+    };
+    let budget = super::memory::budget(config.memory_budget_mb);
+    let plan = super::memory::plan(&shape, weights, budget, config.context_size, config.batch_size)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    tracing::info!("memory: {}", plan.describe());
+    Ok(Some(plan))
 }
 
 /// Reports a load failure and answers every queued or later job with it.

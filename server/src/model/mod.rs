@@ -5,8 +5,15 @@
 //! everything that touches it lives on that thread ([`llama`]). A dropped future cannot stop a
 //! blocking decode; a [`CancelFlag`] checked between prefill chunks and tokens does.
 
+pub mod backend;
 mod cache;
+pub mod discover;
+pub mod gguf;
 mod llama;
+pub mod memory;
+mod residency;
+
+pub use residency::Residency;
 
 use std::fmt;
 use std::io::Read;
@@ -48,6 +55,8 @@ pub enum ModelStatus {
     Ready(ModelInfo),
     /// The model could not be loaded; the message names the path and what is wrong.
     Failed(String),
+    /// Unloaded after `model.keepAlive` of inactivity; the next request loads it again.
+    Unloaded(ModelInfo),
 }
 
 /// What was loaded, for status reports.
@@ -59,6 +68,14 @@ pub struct ModelInfo {
     pub n_ctx_train: u32,
     pub threads: u32,
     pub load_ms: f64,
+    /// llama.cpp backend: "CPU", "Metal", "CUDA", "Vulkan".
+    pub backend: String,
+    /// Layers offloaded to the GPU ("all", "none" or a count).
+    pub gpu_layers: String,
+    /// The memory plan that chose `n_ctx` (absent when the GGUF's dimensions were unreadable).
+    pub memory: Option<memory::Plan>,
+    /// Set when the model was discovered rather than configured: which, and why.
+    pub discovered: Option<String>,
 }
 
 /// One completion for the model thread to generate.
@@ -157,24 +174,47 @@ pub struct ModelHandle {
     jobs: Option<mpsc::Sender<Job>>,
     status: watch::Receiver<ModelStatus>,
     thread: Option<JoinHandle<()>>,
+    residency: Residency,
 }
 
 impl ModelHandle {
     /// Starts the model thread, which loads the model in the background. Requests sent while it
     /// loads wait for it; if loading fails they are answered with `Unavailable`.
     pub fn spawn(config: &ModelConfig, sampling: Sampling) -> ModelHandle {
+        Self::spawn_after(config, sampling, None)
+    }
+
+    /// Like [`ModelHandle::spawn`], but the new thread loads only once the thread behind
+    /// `previous` has ended, so that two models are never resident together.
+    pub fn spawn_after(config: &ModelConfig, sampling: Sampling, previous: Option<Residency>) -> ModelHandle {
+        let residency = Residency::new();
         let Some(path) = config.path.clone() else {
             let (_tx, status) = watch::channel(ModelStatus::NotConfigured);
-            return ModelHandle { jobs: None, status, thread: None };
+            drop(residency.guard()); // no thread, nothing resident
+            return ModelHandle { jobs: None, status, thread: None, residency };
         };
         let (status_tx, status) = watch::channel(ModelStatus::Loading { progress: 0.0 });
         let (jobs, rx) = mpsc::channel::<Job>();
         let config = config.clone();
         let thread = std::thread::Builder::new()
             .name("ghostline-model".into())
-            .spawn(move || llama::run(path, config, sampling, status_tx, rx))
+            .spawn({
+                let guard = residency.guard();
+                move || {
+                    let _guard = guard;
+                    if let Some(previous) = previous {
+                        previous.wait_gone();
+                    }
+                    llama::run(path, config, sampling, status_tx, rx)
+                }
+            })
             .expect("spawning the model thread");
-        ModelHandle { jobs: Some(jobs), status, thread: Some(thread) }
+        ModelHandle { jobs: Some(jobs), status, thread: Some(thread), residency }
+    }
+
+    /// The model thread's residency: [`ModelHandle::spawn_after`] waits for it to end.
+    pub fn residency(&self) -> Residency {
+        self.residency.clone()
     }
 
     /// Current status, and a way to wait for changes.

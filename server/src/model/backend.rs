@@ -1,0 +1,79 @@
+//! Which llama.cpp backend this build carries: Metal (on by default on macOS), CUDA or Vulkan
+//! (cargo features `cuda`, `vulkan`), else the CPU; and how many layers go to the GPU by default.
+
+use serde::Serialize;
+
+/// The GPU backend compiled in, if any.
+pub fn gpu_backend() -> Option<&'static str> {
+    if cfg!(feature = "cuda") {
+        Some("CUDA")
+    } else if cfg!(feature = "vulkan") {
+        Some("Vulkan")
+    } else if cfg!(target_os = "macos") {
+        Some("Metal")
+    } else {
+        None
+    }
+}
+
+/// The backend's name as reported at start-up and by `doctor`.
+pub fn name() -> &'static str {
+    gpu_backend().unwrap_or("CPU")
+}
+
+/// `model.gpuLayers` when set; else every layer when a GPU backend is built in, none otherwise.
+/// (llama.cpp caps the count at the model's layers + 1, the output layer.)
+pub fn gpu_layers(configured: Option<u32>) -> u32 {
+    configured.unwrap_or(if gpu_backend().is_some() { i32::MAX as u32 } else { 0 })
+}
+
+/// Human form of a layer count: "all", "none" or the number.
+pub fn describe_layers(n: u32) -> String {
+    match n {
+        0 => "none".into(),
+        n if n >= i32::MAX as u32 => "all".into(),
+        n => n.to_string(),
+    }
+}
+
+/// A compute device llama.cpp sees.
+#[derive(Debug, Clone, Serialize)]
+pub struct Device {
+    pub name: String,
+    pub description: String,
+    pub backend: String,
+    pub memory_total: u64,
+    pub memory_free: u64,
+}
+
+/// The devices llama.cpp's backends registered (initialises llama.cpp's backend).
+pub fn devices() -> Vec<Device> {
+    if super::llama::init_backend().is_err() {
+        return Vec::new();
+    }
+    llama_cpp_2::list_llama_ggml_backend_devices()
+        .into_iter()
+        .map(|d| Device {
+            name: d.name,
+            description: d.description,
+            backend: d.backend,
+            memory_total: d.memory_total as u64,
+            memory_free: d.memory_free as u64,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_layers_follow_the_backend() {
+        assert_eq!(gpu_layers(Some(7)), 7);
+        if cfg!(any(feature = "cuda", feature = "vulkan", target_os = "macos")) {
+            assert_eq!(describe_layers(gpu_layers(None)), "all");
+        } else {
+            assert_eq!((name(), gpu_layers(None)), ("CPU", 0));
+        }
+    }
+}
