@@ -440,3 +440,23 @@ fn keep_alive_unloads_the_idle_model_and_the_next_request_reloads_it() {
     assert!(log_messages(&client).iter().filter(|m| m.contains("model ready")).count() == 1);
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
+
+#[test]
+fn a_budget_too_small_for_the_model_is_a_message_not_an_oom() {
+    let mut client = spawn();
+    initialize(&mut client, json!({}), json!({"model": {"path": model(), "memoryBudgetMb": 120}}));
+    let shown = client
+        .wait_notification("window/showMessage", TIMEOUT, |p| p["message"].as_str().is_some_and(|m| m.contains("cannot hold this model")))
+        .unwrap();
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert_eq!(shown["params"]["type"], 1, "an error: {message}");
+    assert!(message.contains("memory budget of 120 MiB") && message.contains("Raise model.memoryBudgetMb to at least"), "{message}");
+    // The server keeps running and answers completions (empty) at once.
+    open(&mut client, "file:///project/a.py", "x = 1\n");
+    let response = inline_completion(&mut client, "file:///project/a.py", 1, 0);
+    assert_eq!(inline_text(&response), "");
+    // A bigger budget through didChangeConfiguration loads it.
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"model": {"path": model(), "memoryBudgetMb": 400}}}));
+    wait_ready(&mut client);
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
