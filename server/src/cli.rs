@@ -17,6 +17,9 @@ use crate::model::{CancelFlag, ModelHandle, ModelStatus, Sampling};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Accepted and ignored: stdio is the only transport (some clients always pass it).
+    #[arg(long, global = true, hide = true)]
+    stdio: bool,
 }
 
 #[derive(Subcommand)]

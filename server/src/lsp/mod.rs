@@ -9,6 +9,7 @@
 
 pub mod document;
 pub mod encoding;
+pub mod transport;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -28,7 +29,15 @@ use encoding::Encoding;
 pub async fn serve_stdio() {
     let (service, socket) =
         LspService::build(Backend::new).custom_method("ghostline/lastTimings", Backend::last_timings).finish();
-    Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+    // The protocol layer talks to an in-memory pipe; `transport::guard` checks every frame
+    // between it and the real stdio.
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (server_out, server_in) = tokio::io::split(ours);
+    let (theirs_read, theirs_write) = tokio::io::split(theirs);
+    let guard = tokio::spawn(transport::guard(tokio::io::stdin(), tokio::io::stdout(), server_in, server_out));
+    Server::new(theirs_read, theirs_write, socket).serve(service).await;
+    // Let the last frames (the answer to `shutdown`) reach the editor.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), guard).await;
 }
 
 pub struct Backend {
@@ -42,6 +51,8 @@ pub struct Backend {
     /// Set in `initialize`, shown once the client is ready for messages.
     init_messages: Mutex<Vec<(MessageType, String)>>,
     work_done_progress: RwLock<bool>,
+    /// The client expands snippets in completion items.
+    snippet_support: RwLock<bool>,
     /// The last completion the engine answered, for `ghostline/lastTimings`.
     last_timings: Mutex<Option<Value>>,
 }
@@ -75,6 +86,7 @@ impl Backend {
             inflight: Mutex::default(),
             init_messages: Mutex::default(),
             work_done_progress: RwLock::new(false),
+            snippet_support: RwLock::new(false),
             last_timings: Mutex::default(),
         }
     }
@@ -288,6 +300,14 @@ impl LanguageServer for Backend {
         *self.encoding.write().unwrap() = enc;
         *self.work_done_progress.write().unwrap() =
             params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
+        *self.snippet_support.write().unwrap() = params
+            .capabilities
+            .text_document
+            .as_ref()
+            .and_then(|t| t.completion.as_ref())
+            .and_then(|c| c.completion_item.as_ref())
+            .and_then(|i| i.snippet_support)
+            .unwrap_or(false);
         let options = params.initialization_options.unwrap_or(Value::Null);
         match self.read_settings(&options) {
             Ok(config) => *self.config.write().unwrap() = config,
@@ -311,7 +331,12 @@ impl LanguageServer for Backend {
                     }
                     .into(),
                 ),
-                completion_provider: Some(CompletionOptions::default()),
+                completion_provider: Some(CompletionOptions {
+                    // Clients that complete only on trigger characters (Neovim's built-in
+                    // completion) ask at these too, not just on demand.
+                    trigger_characters: Some([".", "(", "[", ",", ":", "=", " "].map(String::from).to_vec()),
+                    ..Default::default()
+                }),
                 inline_completion_provider: Some(true.into()),
                 ..Default::default()
             },
@@ -402,14 +427,14 @@ impl LanguageServer for Backend {
         let Some(placed) = self.suggest(&params.text_document_position_params).await? else {
             return Ok(None);
         };
-        Ok(Some(completion_list(placed).into()))
+        Ok(Some(completion_list(placed, *self.snippet_support.read().unwrap()).into()))
     }
 }
 
 /// The suggestion as a completion item for clients without ghost text (Helix): it replaces
 /// the word before the cursor with that word plus the suggestion, so the client's fuzzy filter
 /// (which matches `filterText` against the typed word) keeps it in the list.
-fn completion_list(placed: Placed) -> CompletionList {
+fn completion_list(placed: Placed, snippets: bool) -> CompletionList {
     let new_text = format!("{}{}", placed.word, placed.suggestion.text);
     let first_line = new_text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let mut label: String = first_line.chars().take(80).collect();
@@ -427,10 +452,30 @@ fn completion_list(placed: Placed) -> CompletionList {
         filter_text: Some(filter_text),
         sort_text: Some("0".into()),
         preselect: Some(true),
-        insert_text_format: Some(InsertTextFormat::PlainText),
-        text_edit: Some(TextEdit { range: Range { start: placed.word_start, end: placed.cursor }, new_text }.into()),
+        // As a snippet where supported: Neovim inserts a plain-text item only up to its first
+        // space, but expands a snippet whole (multi-line included).
+        insert_text_format: Some(if snippets { InsertTextFormat::Snippet } else { InsertTextFormat::PlainText }),
+        text_edit: Some(
+            TextEdit {
+                range: Range { start: placed.word_start, end: placed.cursor },
+                new_text: if snippets { escape_snippet(&new_text) } else { new_text },
+            }
+            .into(),
+        ),
         ..Default::default()
     };
     // Incomplete: the client asks again as the user types, so the suggestion follows the text.
     CompletionList { is_incomplete: true, items: vec![item], ..Default::default() }
+}
+
+/// Text as a snippet that inserts exactly it: `\`, `$` and `}` escaped.
+fn escape_snippet(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '$' | '}') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -312,6 +312,7 @@ impl<'m> Worker<'m> {
         }
         let count = |s: &str| self.tokenize(s).len();
         let parts = crate::context::fit(&context, budget, &count);
+        tracing::trace!(outline = ?parts.outline, prefix = ?parts.prefix, suffix = ?parts.suffix, "prompt parts");
         // The outline is tokenized on its own so that its tokens (and their KV entries) stay
         // identical while the prefix after it changes.
         let mut prefix: Vec<Token> = self.tokenize(&parts.outline).iter().map(|t| t.0).collect();
