@@ -39,6 +39,8 @@ pub struct Options {
     pub peer: Option<String>,
     /// The peer's binary (default: `$GHOSTLINE_LLAMA_SERVER`, then `llama-server` on PATH).
     pub peer_bin: Option<PathBuf>,
+    /// Extra llama-server arguments (e.g. `--cache-ram 0`), stated in the output.
+    pub peer_args: Vec<String>,
     pub runs: usize,
     pub json: bool,
     pub model: Option<PathBuf>,
@@ -243,7 +245,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
     };
     let logs = std::env::temp_dir().join(format!("ghostline-bench-{}", std::process::id()));
     std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
-    let setup = Setup { exe, model: model.clone(), threads, peer_bin: peer_bin.clone(), logs };
+    let setup = Setup { exe, model: model.clone(), threads, peer_bin: peer_bin.clone(), peer_args: opts.peer_args.clone(), logs };
 
     let mut conditions = Conditions {
         model: model.clone(),
@@ -255,7 +257,10 @@ pub fn run(opts: Options) -> Result<Report, String> {
         sampling: "greedy: temperature 0 / top-k 1, no repetition penalty, on both sides".into(),
         machine: machine(),
         ghostline_version: format!("ghostline {} (llama.cpp through llama-cpp-2 0.1.160)", env!("CARGO_PKG_VERSION")),
-        peer: peer_bin.as_deref().map(peer_version),
+        peer: peer_bin.as_deref().map(|bin| {
+            let args = if opts.peer_args.is_empty() { "default settings".to_owned() } else { opts.peer_args.join(" ") };
+            format!("{}, {args}", peer_version(bin))
+        }),
         peer_endpoint: None,
         load_average: (load_average(), 0.0),
         replay: "closed-loop: each request waits for its answer (both sides, one after the other) before the \
@@ -297,6 +302,7 @@ struct Setup {
     model: PathBuf,
     threads: u32,
     peer_bin: Option<PathBuf>,
+    peer_args: Vec<String>,
     /// Server logs of the current run (removed at the end).
     logs: PathBuf,
 }
@@ -516,6 +522,7 @@ impl Peer {
             .args(["--host", "127.0.0.1", "--port", &port.to_string(), "-m"])
             .arg(&setup.model)
             .args(["-t", &threads, "-tb", &threads, "-c", &ctx, "-b", &batch, "-ub", &batch, "-np", "1"])
+            .args(&setup.peer_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))

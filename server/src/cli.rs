@@ -129,6 +129,9 @@ enum Command {
         /// The llama-server binary (default: $GHOSTLINE_LLAMA_SERVER, then PATH).
         #[arg(long)]
         peer_bin: Option<PathBuf>,
+        /// An extra llama-server argument (repeatable), e.g. `--peer-arg=--cache-ram --peer-arg=0`.
+        #[arg(long = "peer-arg", allow_hyphen_values = true)]
+        peer_args: Vec<String>,
         /// Replays of each trace, each on freshly started servers.
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -205,8 +208,8 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, runs, json, model, threads, svg } => {
-            let options = crate::bench::Options { traces, peer, peer_bin, runs, json, model, threads, svg };
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg } => {
+            let options = crate::bench::Options { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg };
             match crate::bench::run(options) {
                 Ok(report) => {
                     if json {
