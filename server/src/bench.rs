@@ -152,6 +152,10 @@ pub struct Side {
     pub warm_ttft_ms: Option<Stat>,
     /// Prompt tokens decoded per request after the first of each run.
     pub redecoded_tokens: Option<Stat>,
+    /// Requests after the first of each run that re-decoded at least half of their prompt (the
+    /// KV cache held little of it), and the prompt tokens re-decoded over all of them.
+    pub large_redecodes: usize,
+    pub redecoded_total: usize,
     /// First request of each run, on a freshly started server.
     pub cold_ttft_ms: Option<Stat>,
     pub cold_prompt_tokens: Option<Stat>,
@@ -667,6 +671,8 @@ fn summarize(
         latency_ms: Stat::of(samples.iter().map(|s| s.latency_ms)),
         warm_ttft_ms: Stat::of(samples.iter().filter(warm).filter_map(server).map(|f| f.ttft_ms)),
         redecoded_tokens: Stat::of(samples.iter().filter(warm).filter_map(server).map(|f| f.prefill_tokens as f64)),
+        large_redecodes: samples.iter().filter(warm).filter_map(server).filter(|f| 2 * f.prefill_tokens >= f.prompt_tokens).count(),
+        redecoded_total: samples.iter().filter(warm).filter_map(server).map(|f| f.prefill_tokens).sum(),
         cold_ttft_ms: Stat::of(samples.iter().filter(cold).filter_map(server).map(|f| f.ttft_ms)),
         cold_prompt_tokens: Stat::of(samples.iter().filter(cold).filter_map(server).map(|f| f.prompt_tokens as f64)),
         prefill_tokens_per_s: Stat::of(
@@ -682,6 +688,8 @@ fn summarize(
             latency_ms: Stat::of(samples.iter().filter_map(p).map(|f| f.latency_ms)),
             warm_ttft_ms: Stat::of(samples.iter().filter(warm).filter_map(p).map(|f| f.prompt_ms)),
             redecoded_tokens: Stat::of(samples.iter().filter(warm).filter_map(p).map(|f| f.prefill_tokens as f64)),
+            large_redecodes: samples.iter().filter(warm).filter_map(p).filter(|f| 2 * f.prefill_tokens >= f.prompt_tokens).count(),
+            redecoded_total: samples.iter().filter(warm).filter_map(p).map(|f| f.prefill_tokens).sum(),
             cold_ttft_ms: Stat::of(samples.iter().filter(cold).filter_map(p).map(|f| f.prompt_ms)),
             cold_prompt_tokens: Stat::of(samples.iter().filter(cold).filter_map(p).map(|f| f.prompt_tokens as f64)),
             prefill_tokens_per_s: Stat::of(
@@ -813,6 +821,13 @@ pub fn print_text(report: &Report) {
             "prompt tokens re-decoded per request, p50 / p95".into(),
             pair(g.redecoded_tokens),
             p.map(|p| pair(p.redecoded_tokens)),
+            None,
+        );
+        let large = |s: &Side| format!("{} ({} tok)", s.large_redecodes, s.redecoded_total);
+        row(
+            "requests re-decoding ≥ half the prompt (all tokens)".into(),
+            large(g),
+            p.map(large),
             None,
         );
         row(
