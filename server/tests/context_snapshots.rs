@@ -93,3 +93,25 @@ fn outline_is_stable_while_typing_in_a_scope() {
     }
     assert!(outlines[0].contains("class Circle:\n    radius: float\n    def area(self):"), "{}", outlines[0]);
 }
+
+/// Half-typed lines break the parse around the cursor; the scope (and so the prompt's layout
+/// and its KV cache entries) must not flip to another strategy while typing in one function.
+#[test]
+fn layout_is_stable_while_a_line_is_half_typed() {
+    let source = "import math\n\n\nclass Cart:\n    @staticmethod\n    def total(items, tax):\n        subtotal = 0\n        <CURSOR>\n        return subtotal\n\n\ndef main():\n    print(Cart.total([], 0))\n";
+    let cursor = source.find("<CURSOR>").unwrap();
+    let spec = syntax::by_language_id("python").unwrap();
+    let typed = "subtotal += sum(item.price * item.quantity for item in items) * (1 + tax)";
+    let mut layouts = Vec::new();
+    for n in 0..=typed.len() {
+        let text = source.replacen("<CURSOR>", &typed[..n], 1);
+        let tree = spec.parse(&text);
+        let parts = context::build(&text, cursor + n, Some((spec, &tree)), 64, 16);
+        let fitted = context::fit(&parts, 1024, &count);
+        layouts.push((parts.strategy, parts.prefix_start, fitted.outline));
+    }
+    for (n, w) in layouts.windows(2).enumerate() {
+        assert_eq!(w[0], w[1], "layout changed after typing {:?}", &typed[..n + 1]);
+    }
+    assert_eq!(layouts[0].0, context::Strategy::Scope);
+}

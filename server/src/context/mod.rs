@@ -73,9 +73,10 @@ const SUFFIX_SHARE: usize = 15;
 pub fn build(text: &str, cursor: usize, syntax: Option<(&Spec, &Tree)>, before: usize, after: usize) -> ContextParts {
     if let Some((spec, tree)) = syntax {
         if let Some(range) = scope::enclosing_scope(spec, tree, text, cursor) {
+            let _ = tree;
             return ContextParts {
                 strategy: Strategy::Scope,
-                outline: scope::outline(spec, tree, text, &range),
+                outline: scope::outline(spec, &scope::tree_without(spec, text, &range), text, &range),
                 prefix_start: range.start,
                 prefix: text[range.start..cursor].to_owned(),
                 suffix: text[cursor..range.end.max(cursor)].to_owned(),

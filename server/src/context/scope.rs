@@ -58,32 +58,56 @@ pub fn enclosing_scope(spec: &Spec, tree: &Tree, text: &str, cursor: usize) -> O
     };
     // Start at the beginning of the scope's first line, so its indentation is kept.
     let start = text[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
-    Some(start..node.end_byte())
+    let end = match spec.block_end {
+        // By indentation, as for unfinished code: error recovery can stretch a node far past
+        // its block, and the scope must not change extent when a line is half typed.
+        BlockEnd::Indent => indented_block_end(text, cursor.max(node.start_byte()), indent_width(&text[start..])).max(cursor),
+        BlockEnd::Braces => node.end_byte(),
+    };
+    Some(start..end)
 }
 
-/// For indentation languages: the `def …:` header nearest above the cursor (skipping blank
-/// lines) when it is indented less than the cursor's line, through the lines indented under it.
+/// For indentation languages: the `def …:` line that encloses the cursor by indentation (each
+/// line above that is indented less than the last one seen is the header of an enclosing
+/// block), through the lines indented under it. Half-typed code often leaves the tree without
+/// a function node around the cursor; the indentation still says where it is.
 fn unfinished_def(text: &str, cursor: usize) -> Option<Range<usize>> {
     let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
-    let cursor_indent = indent_width(&text[line_start..cursor]);
+    let mut depth = indent_width(&text[line_start..cursor]);
     let mut header_start = None;
     let mut pos = line_start;
-    while pos > 0 {
+    while pos > 0 && depth > 0 {
         let start = text[..pos - 1].rfind('\n').map_or(0, |i| i + 1);
         let line = &text[start..pos - 1];
         pos = start;
-        if line.trim().is_empty() {
+        if line.trim().is_empty() || indent_width(line) >= depth {
             continue;
         }
+        depth = indent_width(line);
         let word = line.trim_start().trim_start_matches("async ").trim_start();
-        if word.starts_with("def ") && line.trim_end().ends_with(':') && indent_width(line) < cursor_indent {
-            header_start = Some((start, indent_width(line)));
+        if word.starts_with("def ") && line.trim_end().ends_with(':') {
+            header_start = Some((start, depth));
+            break;
         }
-        break;
     }
-    let (start, header_indent) = header_start?;
-    // The block runs over blank lines and lines indented deeper than the header.
-    let mut end = text[cursor..].find('\n').map_or(text.len(), |i| cursor + i);
+    let (mut start, header_indent) = header_start?;
+    // Decorators belong to the function, as they do when the tree has its node.
+    while start > 0 {
+        let above = text[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+        let line = &text[above..start - 1];
+        if line.trim_start().starts_with('@') && indent_width(line) == header_indent {
+            start = above;
+        } else {
+            break;
+        }
+    }
+    Some(start..indented_block_end(text, cursor, header_indent))
+}
+
+/// The end of the block that holds `from` (a byte offset) under a header indented
+/// `header_indent` columns: it runs over blank lines and lines indented deeper than the header.
+fn indented_block_end(text: &str, from: usize, header_indent: usize) -> usize {
+    let mut end = text[from..].find('\n').map_or(text.len(), |i| from + i);
     let mut next = end;
     while next < text.len() {
         let line_end = text[next + 1..].find('\n').map_or(text.len(), |i| next + 1 + i);
@@ -96,7 +120,60 @@ fn unfinished_def(text: &str, cursor: usize) -> Option<Range<usize>> {
         }
         next = line_end;
     }
-    Some(start..end)
+    end
+}
+
+/// The tree of `text` with the scope blanked out (every byte but line breaks a space): the
+/// outline comes from it, so that a half-typed line inside the scope, which can leave the
+/// real tree in error far beyond the scope, never changes the outline. Cached for the last
+/// text, since typing inside one scope keeps asking for the same one.
+pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
+    use std::hash::{Hash, Hasher};
+    static LAST: std::sync::Mutex<Option<(u64, Tree)>> = std::sync::Mutex::new(None);
+    let mut blank = text.as_bytes().to_vec();
+    // Keep the scope's header (through its first `:` line or `{`) and, for braces, its closing
+    // brace; put a minimal body (`...`) under a Python header; blank the rest.
+    let region = &text[scope.clone()];
+    let keep = match spec.block_end {
+        BlockEnd::Indent => {
+            let mut at = 0;
+            for line in region.split_inclusive('\n') {
+                at += line.len();
+                if line.trim_end().ends_with(':') {
+                    break;
+                }
+            }
+            at
+        }
+        BlockEnd::Braces => region.find('{').map_or(0, |i| i + 1),
+    };
+    let closing = (spec.block_end == BlockEnd::Braces && region.ends_with('}')).then(|| scope.end - 1);
+    for (i, b) in blank[scope.clone()].iter_mut().enumerate() {
+        if i >= keep && Some(scope.start + i) != closing && *b != b'\n' && *b != b'\r' {
+            *b = b' ';
+        }
+    }
+    if spec.block_end == BlockEnd::Indent {
+        let body_indent = indent_width(region) + 4;
+        let next_line = scope.start + keep;
+        let line_len = text[next_line..scope.end].find('\n').unwrap_or(scope.end - next_line);
+        if line_len >= body_indent + 3 {
+            blank[next_line + body_indent..next_line + body_indent + 3].copy_from_slice(b"...");
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    spec.name.hash(&mut h);
+    blank.hash(&mut h);
+    let key = h.finish();
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((k, tree)) = last.as_ref() {
+        if *k == key {
+            return tree.clone();
+        }
+    }
+    let tree = spec.parser().parse(&blank, None).expect("parsing without a timeout or cancellation");
+    *last = Some((key, tree.clone()));
+    tree
 }
 
 /// Outline items of the file outside `scope`, in file order.
