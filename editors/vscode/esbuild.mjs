@@ -1,25 +1,31 @@
 // Bundles the extension (dist/extension.js, `vscode` left external) and, with --tests, the unit
 // tests (out/test/*.test.js, runnable by node's test runner without VS Code); with --e2e, the
-// end-to-end test against the real server (out/e2e).
+// end-to-end test against the real server (out/e2e); with --browser, the real-VS-Code test
+// (test/*.browser.ts → out/browser: code-server in headless Chromium, playwright-core external).
 import * as esbuild from "esbuild";
 import { readdirSync } from "node:fs";
 
 const args = new Set(process.argv.slice(2));
 const production = args.has("--production");
 
-if (args.has("--tests") || args.has("--e2e")) {
-  // Unit tests (*.test.ts → out/test) or the end-to-end test with the real server (*.e2e.ts → out/e2e).
-  const suffix = args.has("--e2e") ? ".e2e.ts" : ".test.ts";
+if (args.has("--tests") || args.has("--e2e") || args.has("--browser")) {
+  // Unit tests (*.test.ts → out/test), the end-to-end test with the real server (*.e2e.ts →
+  // out/e2e) or the test in a real VS Code (*.browser.ts → out/browser).
+  const [suffix, outdir] = args.has("--browser")
+    ? [".browser.ts", "out/browser"]
+    : args.has("--e2e")
+      ? [".e2e.ts", "out/e2e"]
+      : [".test.ts", "out/test"];
   const tests = readdirSync("test").filter((f) => f.endsWith(suffix)).map((f) => `test/${f}`);
   await esbuild.build({
     entryPoints: tests,
-    outdir: args.has("--e2e") ? "out/e2e" : "out/test",
+    outdir,
     bundle: true,
     platform: "node",
     format: "cjs",
     target: "node20",
     sourcemap: "inline",
-    external: ["vscode"],
+    external: ["vscode", "playwright-core"],
     logLevel: "warning",
   });
 } else {

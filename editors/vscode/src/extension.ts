@@ -3,6 +3,7 @@
 // `textDocument/inlineCompletion` support (LSP 3.18).
 import { execFile } from "node:child_process";
 import * as os from "node:os";
+import * as readline from "node:readline";
 import * as vscode from "vscode";
 import {
   ExecuteCommandRequest,
@@ -17,6 +18,7 @@ import {
 import { toServerSettings } from "./config";
 import { locateServer } from "./locate";
 import { ProgressValue, Status } from "./status";
+import { Level, stderrLine } from "./stderr";
 
 const SECTION = "ghostline";
 /** A server command that answers the last action's route and reason (issue 5's router). */
@@ -78,6 +80,19 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     initializationOptions: () => settings(),
     outputChannel: output,
+    // stderr carries the server's log: each line at its own level (the client's default logs
+    // every stderr line as an error). stdout is the protocol; this handler is never used for it.
+    stdioOptions: {
+      stdout: (input, channel) => readline.createInterface({ input, crlfDelay: Infinity }).on("line", (line) => channel.info(line)),
+      stderr: (input, channel) => {
+        let previous: Level = "error";
+        readline.createInterface({ input, crlfDelay: Infinity }).on("line", (line) => {
+          const { level, text } = stderrLine(line, previous);
+          previous = level;
+          channel[level](text);
+        });
+      },
+    },
     middleware: {
       // Ghost text is the VS Code experience. The server's completion item (the same suggestion
       // for editors without ghost text) would duplicate it in the suggest widget, and each of

@@ -1,0 +1,366 @@
+// ghostline in a real VS Code: code-server in headless Chromium (test/browser-harness.ts) with
+// the freshly packaged .vsix installed, the real server and the test model. A person's session:
+// trust the folder, watch the status bar reach "ready", open a Python file, type into a
+// function body, see the suggestion as ghost text, accept it with Tab; change a setting and see
+// the server act on it; toggle completions from the status bar; list and apply a code action.
+// Every step leaves a screenshot in target/ui-artifacts/vscode/ (git-ignored; a CI artifact).
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { promisify } from "node:util";
+
+import { Harness, cursor, ghostText, note, repoRoot, startVsCode, statusItem, until } from "./browser-harness";
+
+const run = promisify(execFile);
+const FILE = "stats.py";
+const source = readFileSync(join(repoRoot, "fixtures", "vscode", FILE), "utf8");
+/** What the person types over `pass` in `stdev`'s body. */
+const TYPED = "return math.";
+/** The model's suggestion there (the CLI gives the same; checked below). */
+const SUGGESTION = /^sqrt\(/;
+/** Typing delay per key, like a quick typist. */
+const KEY_DELAY = 60;
+/** Generous: the 2-core CI machine is shared, and a suggestion can take seconds under load. */
+const SUGGESTION_MS = 120_000;
+
+let h: Harness;
+let ready = false;
+
+/** A test that leaves a screenshot of the screen when it fails. */
+function step(name: string, fn: () => Promise<void>) {
+  test(name, async () => {
+    try {
+      await fn();
+    } catch (error) {
+      await h?.shot("FAILED").catch(() => undefined);
+      throw error;
+    }
+  });
+}
+
+function requireReady() {
+  assert.ok(ready, "an earlier step failed: the editor is not in the state this step needs");
+}
+
+before(async () => {
+  h = await startVsCode({ [FILE]: source });
+});
+
+after(async () => {
+  await h?.close();
+});
+
+step("the workbench loads and the folder is trusted", async () => {
+  const { page } = h;
+  await h.shot("workbench");
+  // A fresh user-data-dir: VS Code asks whether to trust the folder's authors. Until it is
+  // trusted, extensions without untrusted-workspace support (ghostline) stay disabled.
+  const trust = page.getByRole("button", { name: /Yes, I trust the authors/ });
+  await trust.waitFor({ timeout: 60_000 });
+  await h.shot("trust-prompt");
+  // Not trusted yet: ghostline has not started (no status-bar item).
+  assert.equal(await statusItem(page).count(), 0, "ghostline runs only in a trusted folder");
+  await trust.click();
+  await page.getByRole("button", { name: /Yes, I trust the authors/ }).waitFor({ state: "detached", timeout: 30_000 });
+  // Restricted mode shows a status-bar entry; trusted, it is gone.
+  await until(
+    () => "the Restricted Mode indicator to go",
+    async () => (await page.locator('[id="status.workspaceTrust"]').count()) === 0 || "gone",
+    15_000,
+  );
+});
+
+step("the status bar shows the model loading, then ready", async () => {
+  const { page } = h;
+  const item = statusItem(page);
+  await item.waitFor({ timeout: 60_000 });
+  note(`status bar: ${JSON.stringify(await item.innerText())}`);
+  // Ready: the sparkle icon (loading spins, errors show the error icon).
+  await until(
+    async () => `the ready icon; the item shows ${JSON.stringify(await item.innerText().catch(() => "?"))}`,
+    async () => {
+      if ((await item.locator(".codicon-error, .codicon-debug-stop").count()) > 0) {
+        const tip = await item.getAttribute("aria-label");
+        throw new Error(`the status bar shows an error: ${tip}`);
+      }
+      return (await item.locator(".codicon-sparkle").count()) > 0;
+    },
+    120_000,
+  );
+  await item.hover();
+  const hover = page.locator(".monaco-hover, .workbench-hover").filter({ hasText: "model ready" }).first();
+  await hover.waitFor({ timeout: 15_000 });
+  note(`status hover: ${JSON.stringify((await hover.innerText()).replace(/\n/g, " | "))}`);
+  await h.shot("status-ready");
+  await page.mouse.move(700, 400);
+  // The server's log reaches the ghostline output at its own levels: its INFO lines are not
+  // errors (vscode-languageclient's default logs all of stderr as errors).
+  const log = await until(() => "the ghostline output log", async () => /model ready/.test(h.outputLog()) && h.outputLog(), 10_000);
+  assert.match(log, /\[info\] ghostline::model::llama: model ready/, "the server's INFO line, logged as info");
+  assert.doesNotMatch(log, /\[error\].*\bINFO\b/, "no INFO line of the server logged as an error");
+  ready = true;
+});
+
+step("typing in a function body shows ghostline's suggestion as ghost text; Tab accepts it", async () => {
+  requireReady();
+  ready = false;
+  const { page } = h;
+  // Open the file as a person would: Quick Open.
+  await page.locator(".monaco-workbench").click({ position: { x: 700, y: 400 } });
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type(FILE, { delay: KEY_DELAY });
+  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: FILE }).first().waitFor();
+  await page.keyboard.press("Enter");
+  const tab = page.locator(".tab").filter({ hasText: FILE });
+  await tab.waitFor();
+  const editor = page.locator(".editor-instance .monaco-editor").first();
+  await editor.locator(".view-line").filter({ hasText: "def stdev" }).waitFor();
+
+  // `pass` in stdev's body: double-click selects the word, typing replaces it.
+  const passLine = editor.locator(".view-line").filter({ hasText: /^\s*pass\s*$/ }).first();
+  await passLine.locator("span span").filter({ hasText: "pass" }).first().dblclick();
+  await page.keyboard.type(TYPED, { delay: KEY_DELAY });
+  const at = await cursor(page);
+  note(`typed ${JSON.stringify(TYPED)}; cursor at ${at.line}:${at.character}`);
+  assert.equal(at.character, 4 + TYPED.length, "the cursor is after what was typed");
+  await h.shot("typed");
+
+  const ghost = await until(
+    () => "ghost text in the editor",
+    async () => ghostText(page),
+    SUGGESTION_MS,
+  );
+  note(`ghost text: ${JSON.stringify(ghost)}`);
+  await h.shot("ghost-text");
+  assert.match(ghost, SUGGESTION, "the test model's suggestion after `return math.`");
+
+  // The same engine without an editor, on the same text: the ghost text is ghostline's.
+  const typedSource = source.replace(/^    pass$/m, `    ${TYPED}`);
+  const snapshot = join(h.workspace, "..", "typed.py");
+  writeFileSync(snapshot, typedSource);
+  const cli = await run(h.bin, ["complete", snapshot, "--line", String(at.line), "--character", String(at.character), "--json", "--model", h.model], {
+    timeout: SUGGESTION_MS,
+  });
+  const expected = JSON.parse(cli.stdout).text as string;
+  note(`ghostline complete: ${JSON.stringify(expected)}`);
+  assert.equal(ghost.split("\n")[0], expected.split("\n")[0], "VS Code shows what the engine suggests");
+
+  // The status bar shows the suggestion's latency.
+  await until(
+    async () => `a latency in the status bar, got ${JSON.stringify(await statusItem(page).innerText())}`,
+    async () => /ghostline \d+ ms/.test(await statusItem(page).innerText()),
+    10_000,
+  );
+
+  await page.keyboard.press("Tab");
+  await until(
+    () => "the ghost text to be accepted",
+    async () => (await ghostText(page)) === "" && (await editor.locator(".view-line").filter({ hasText: `${TYPED}${expected.split("\n")[0]}` }).count()) > 0,
+    10_000,
+  );
+  await h.shot("accepted");
+  // Read the document back: save it and read the file.
+  await page.keyboard.press("Control+S");
+  const file = join(h.workspace, FILE);
+  const saved = await until(
+    () => `${FILE} saved with the suggestion`,
+    async () => {
+      const text = readFileSync(file, "utf8");
+      return text.includes(`    ${TYPED}${expected}`) && text;
+    },
+    10_000,
+  );
+  assert.equal(saved, source.replace(/^    pass$/m, `    ${TYPED}${expected}`), "exactly the suggestion was inserted");
+  ready = true;
+});
+
+/** Types `text` at the end of a new line under `after`, and returns the ghost text that appears. */
+async function typeOnNewLine(afterLine: RegExp, text: string): Promise<void> {
+  const { page } = h;
+  const editor = page.locator(".editor-instance .monaco-editor").first();
+  await editor.locator(".view-line").filter({ hasText: afterLine }).first().click();
+  await page.keyboard.press("End");
+  await page.keyboard.press("Enter");
+  await page.keyboard.type(text, { delay: KEY_DELAY });
+}
+
+/** Runs a command from the palette (F1), as a person would. */
+async function palette(command: string): Promise<void> {
+  const { page } = h;
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await page.keyboard.type(command, { delay: 10 });
+  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: command }).first().waitFor();
+  await page.keyboard.press("Enter");
+}
+
+/** Asks for a suggestion again (Trigger Inline Suggestion) until `accept` likes it. */
+async function suggestionWhere(accept: (ghost: string) => boolean, what: string, ms = SUGGESTION_MS): Promise<string> {
+  const { page } = h;
+  let last = "";
+  return until(
+    () => `${what}; last ghost text ${JSON.stringify(last)}`,
+    async () => {
+      last = await ghostText(page);
+      if (last && accept(last)) return last;
+      await page.keyboard.press("Escape");
+      await palette("Trigger Inline Suggestion");
+      const deadline = Date.now() + 20_000;
+      do {
+        await new Promise((r) => setTimeout(r, 250));
+        last = await ghostText(page);
+      } while (!last && Date.now() < deadline);
+      return last && accept(last) ? last : undefined;
+    },
+    ms,
+    0,
+  );
+}
+
+/** Sets `ghostline.<key>` in the Settings editor (Ctrl+,): search, then type into its box. */
+async function setInSettingsEditor(key: string, value: string): Promise<void> {
+  const { page } = h;
+  await page.keyboard.press("Control+Comma");
+  const search = page.locator(".settings-editor .suggest-input-container textarea, .settings-editor .settings-header input").first();
+  await search.waitFor();
+  await page.keyboard.type(`ghostline.${key}`, { delay: 10 });
+  const item = page.locator(".settings-editor .setting-item").filter({ hasText: /Max Tokens/ }).first();
+  const box = item.locator("input").first();
+  await box.waitFor();
+  await box.click();
+  await page.keyboard.press("Control+A");
+  if (value === "") await page.keyboard.press("Backspace");
+  else await page.keyboard.type(value, { delay: 50 });
+  await h.shot(`settings-${key}-${value || "empty"}`);
+  // The settings editor saves as you type (after a short pause); then back to the file.
+  await until(
+    () => `ghostline.${key} = ${JSON.stringify(value)} in settings.json`,
+    async () => {
+      const saved = JSON.parse(readFileSync(h.settingsFile, "utf8"))[`ghostline.${key}`];
+      return value === "" ? saved === undefined || saved === null : saved === Number(value);
+    },
+    10_000,
+  );
+  // Escape closes the settings editor (a modal in this VS Code); focus returns to the file.
+  await until(
+    () => "the settings editor to close",
+    async () => {
+      if ((await page.locator(".settings-editor").count()) === 0) return true;
+      await page.keyboard.press("Escape");
+      await new Promise((r) => setTimeout(r, 300));
+      return false;
+    },
+    10_000,
+    0,
+  );
+}
+
+step("a setting changed in VS Code reaches the server: completion.maxTokens = 1 gives a one-token suggestion", async () => {
+  requireReady();
+  ready = false;
+  const { page } = h;
+  await typeOnNewLine(/print\(mean\(data\)/, "s = math.");
+  const full = await suggestionWhere((g) => g.length > 4, "a suggestion with the default maxTokens");
+  note(`default maxTokens: ${JSON.stringify(full)}`);
+  await h.shot("maxtokens-default");
+  const at = await cursor(page);
+
+  await setInSettingsEditor("completion.maxTokens", "1");
+  await until(async () => `the cursor back at ${JSON.stringify(at)}`, async () => JSON.stringify(await cursor(page)) === JSON.stringify(at), 10_000);
+  const one = await suggestionWhere((g) => g.length < full.length, "a shorter suggestion once maxTokens is 1");
+  note(`maxTokens 1: ${JSON.stringify(one)}`);
+  await h.shot("maxtokens-1");
+  assert.ok(full.startsWith(one), `one token (${JSON.stringify(one)}) begins the longer suggestion (${JSON.stringify(full)})`);
+  // And back: the longer suggestion returns.
+  await setInSettingsEditor("completion.maxTokens", "");
+  const again = await suggestionWhere((g) => g === full, "the default-length suggestion again");
+  assert.equal(again, full);
+  await page.keyboard.press("Escape");
+  ready = true;
+});
+
+step("clicking the status-bar item toggles completions off (no ghost text) and on again", async () => {
+  requireReady();
+  ready = false;
+  const { page } = h;
+  const item = statusItem(page);
+  await item.click();
+  await until(
+    async () => `"(off)" on the status bar, got ${JSON.stringify(await item.innerText())}`,
+    async () => (await item.innerText()).includes("(off)"),
+    10_000,
+  );
+  await until(
+    () => "ghostline.completion.enabled = false in settings.json",
+    async () => JSON.parse(readFileSync(h.settingsFile, "utf8"))["ghostline.completion.enabled"] === false,
+    10_000,
+  );
+  // Typing now brings no ghost text.
+  await typeOnNewLine(/data\s=\s\[2,\s4/, "t = math.");
+  await palette("Trigger Inline Suggestion");
+  await new Promise((r) => setTimeout(r, 5000));
+  assert.equal(await ghostText(page), "", "no ghost text while completions are off");
+  await h.shot("completions-off");
+  await item.click();
+  await until(
+    async () => `the status bar without "(off)", got ${JSON.stringify(await item.innerText())}`,
+    async () => !(await item.innerText()).includes("(off)"),
+    10_000,
+  );
+  const back = await suggestionWhere((g) => g.length > 0, "ghost text once completions are on again");
+  note(`completions on again: ${JSON.stringify(back)}`);
+  await h.shot("completions-on");
+  await page.keyboard.press("Escape");
+  ready = true;
+});
+
+// Code actions (issue 5). Runs when GHOSTLINE_BROWSER_CODE_ACTIONS=1: scripts/test-editors.sh
+// sets it once the server in the tree advertises a codeActionProvider.
+if (process.env.GHOSTLINE_BROWSER_CODE_ACTIONS === "1") {
+  step("a ghostline code action is listed by Ctrl+. and applies: a docstring for main()", async () => {
+    requireReady();
+    ready = false;
+    const { page } = h;
+    const editor = page.locator(".editor-instance .monaco-editor").first();
+    // The cursor on `main` in `def main():`, then Quick Fix (Ctrl+.), as a person does.
+    await editor.locator(".view-line").filter({ hasText: /def\smain\(\):/ }).first().locator("span span").filter({ hasText: /^main$/ }).first().click();
+    await page.keyboard.press("Control+Period");
+    const menu = page.locator(".action-widget").filter({ has: page.locator(".monaco-list-row") }).first();
+    await menu.waitFor({ timeout: 60_000 });
+    const docstring = menu.locator(".monaco-list-row").filter({ hasText: /Add docstring to `?main`?/ }).first();
+    await docstring.waitFor({ timeout: 60_000 });
+    const titles = (await menu.locator(".monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+    note(`code actions: ${JSON.stringify(titles)}`);
+    assert.ok(titles.some((t) => /Generate tests for `?main`?/.test(t)), `"Generate tests for main" is listed too: ${JSON.stringify(titles)}`);
+    await h.shot("code-actions");
+    await docstring.click();
+    // The server generates the docstring with the local model, then applies the edit.
+    const line = await until(
+      () => "a docstring line under def main():",
+      async () => {
+        const lines = await editor.locator(".view-line").allInnerTexts();
+        const i = lines.findIndex((l) => /def\smain\(\):/.test(l));
+        return i >= 0 && /^\s+(""")/.test(lines[i + 1]?.replace(/\u00a0/g, " ") ?? "") && lines[i + 1];
+      },
+      SUGGESTION_MS,
+    );
+    note(`docstring: ${JSON.stringify(line.replace(/\u00a0/g, " "))}`);
+    await h.shot("code-action-applied");
+    await page.keyboard.press("Control+S");
+    await until(
+      () => `${FILE} saved with the docstring`,
+      async () => /def main\(\):\n    """/.test(readFileSync(join(h.workspace, FILE), "utf8")),
+      10_000,
+    );
+    // The extension's command tells where the action ran and why.
+    await palette("ghostline: Why Was the Last Action Routed There?");
+    const toast = page.locator(".notifications-toasts .notification-toast").filter({ hasText: /local/i }).first();
+    await toast.waitFor({ timeout: 10_000 });
+    note(`route: ${JSON.stringify((await toast.innerText()).replace(/\s+/g, " "))}`);
+    await h.shot("last-route");
+    ready = true;
+  });
+}
