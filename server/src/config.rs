@@ -19,6 +19,7 @@ pub struct Options {
     pub model: ModelOptions,
     pub completion: CompletionOptions,
     pub cloud: CloudOptions,
+    pub actions: ActionsOptions,
     pub privacy: Option<Privacy>,
     pub offline: Option<bool>,
 }
@@ -114,6 +115,45 @@ pub struct CloudOptions {
     pub endpoint: Option<String>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,
+    pub connect_timeout_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
+    pub max_retries: Option<u32>,
+    pub daily_token_budget: Option<u64>,
+    pub breaker_failures: Option<u32>,
+    pub breaker_cooldown_s: Option<u64>,
+    pub cache_dir: Option<PathBuf>,
+    pub cache_entries: Option<u32>,
+    /// Globs of files never sent (matched against the path relative to the workspace root).
+    pub exclude: Option<Vec<String>>,
+}
+
+/// Code actions: where each task prefers to run, and how long an answer may be.
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ActionsOptions {
+    pub enabled: Option<bool>,
+    pub max_tokens: Option<u32>,
+    pub prefer: PreferOptions,
+}
+
+/// Per-task route preference.
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PreferOptions {
+    pub tests: Option<Prefer>,
+    pub docstring: Option<Prefer>,
+    pub refactor: Option<Prefer>,
+    pub fix: Option<Prefer>,
+}
+
+/// Where a task prefers to run; `auto` is the task's default (tests, refactors and fixes prefer
+/// the cloud when privacy allows it, docstrings the local model).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Prefer {
+    Auto,
+    Local,
+    Cloud,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -129,9 +169,40 @@ pub enum Privacy {
 pub struct Config {
     pub model: ModelConfig,
     pub completion: CompletionConfig,
-    pub cloud: CloudOptions,
+    pub cloud: CloudConfig,
+    pub actions: ActionsConfig,
     pub privacy: Privacy,
     pub offline: bool,
+}
+
+/// Files never sent to the cloud unless `cloud.exclude` says otherwise.
+pub const DEFAULT_EXCLUDE: &[&str] =
+    &[".env", ".env.*", "**/.env", "**/.env.*", "*.pem", "*.key", "**/*.pem", "**/*.key", "secrets/**", "**/secrets/**", "**/id_rsa*", "**/*.p12"];
+
+/// The cloud endpoint for code actions (completion never leaves the machine).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CloudConfig {
+    /// OpenAI-compatible base URL (`…/v1`); `None`: no cloud.
+    pub endpoint: Option<String>,
+    pub model: String,
+    /// Name of the environment variable holding the API key (the key itself is never stored).
+    pub api_key_env: Option<String>,
+    pub connect_timeout_ms: u64,
+    pub timeout_ms: u64,
+    pub max_retries: u32,
+    pub daily_token_budget: u64,
+    pub breaker_failures: u32,
+    pub breaker_cooldown_s: u64,
+    pub cache_dir: Option<PathBuf>,
+    pub cache_entries: u32,
+    pub exclude: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionsConfig {
+    pub enabled: bool,
+    pub max_tokens: u32,
+    pub prefer: PreferOptions,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -226,7 +297,28 @@ impl Options {
                 lines_before: c.lines_before.unwrap_or(64),
                 lines_after: c.lines_after.unwrap_or(16),
             },
-            cloud: self.cloud.clone(),
+            cloud: {
+                let o = &self.cloud;
+                CloudConfig {
+                    endpoint: o.endpoint.clone().filter(|e| !e.trim().is_empty()),
+                    model: o.model.clone().unwrap_or_else(|| "default".into()),
+                    api_key_env: o.api_key_env.clone().filter(|e| !e.trim().is_empty()),
+                    connect_timeout_ms: o.connect_timeout_ms.filter(|&n| n > 0).unwrap_or(5_000),
+                    timeout_ms: o.timeout_ms.filter(|&n| n > 0).unwrap_or(120_000),
+                    max_retries: o.max_retries.unwrap_or(2),
+                    daily_token_budget: o.daily_token_budget.unwrap_or(200_000),
+                    breaker_failures: o.breaker_failures.filter(|&n| n > 0).unwrap_or(3),
+                    breaker_cooldown_s: o.breaker_cooldown_s.unwrap_or(300),
+                    cache_dir: o.cache_dir.clone().filter(|p| !p.as_os_str().is_empty()),
+                    cache_entries: o.cache_entries.unwrap_or(256),
+                    exclude: o.exclude.clone().unwrap_or_else(|| DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect()),
+                }
+            },
+            actions: ActionsConfig {
+                enabled: self.actions.enabled.unwrap_or(true),
+                max_tokens: self.actions.max_tokens.filter(|&n| n >= 16).unwrap_or(384),
+                prefer: self.actions.prefer.clone(),
+            },
             privacy: self.privacy.unwrap_or(Privacy::LocalOnly),
             offline: self.offline.unwrap_or(false),
         }
@@ -332,5 +424,37 @@ mod tests {
         assert_eq!(c.completion.max_tokens, 64);
         assert_eq!(c.completion.repeat_penalty, 1.1);
         assert_eq!(c.privacy, Privacy::LocalOnly);
+        assert_eq!(c.cloud.endpoint, None);
+        assert_eq!(c.cloud.max_retries, 2);
+        assert!(c.cloud.exclude.iter().any(|g| g == ".env"));
+        assert!(c.actions.enabled);
+    }
+
+    #[test]
+    fn cloud_and_action_settings_parse_and_name_bad_keys() {
+        let p = parse(&json!({
+            "cloud": {"endpoint": "http://127.0.0.1:8080/v1", "model": "m", "apiKeyEnv": "TEAM_KEY",
+                      "timeoutMs": 900, "connectTimeoutMs": 100, "maxRetries": 0, "dailyTokenBudget": 5000,
+                      "breakerFailures": 1, "breakerCooldownS": 9, "cacheDir": "/tmp/c", "cacheEntries": 3,
+                      "exclude": ["*.secret"]},
+            "actions": {"maxTokens": 200, "prefer": {"tests": "cloud", "docstring": "local", "fix": "auto"}},
+            "privacy": "redact"
+        }))
+        .unwrap();
+        assert!(p.unknown_keys.is_empty(), "{:?}", p.unknown_keys);
+        let c = p.options.resolve(None);
+        assert_eq!(c.cloud.endpoint.as_deref(), Some("http://127.0.0.1:8080/v1"));
+        assert_eq!(c.cloud.api_key_env.as_deref(), Some("TEAM_KEY"));
+        assert_eq!((c.cloud.timeout_ms, c.cloud.connect_timeout_ms, c.cloud.max_retries), (900, 100, 0));
+        assert_eq!(c.cloud.exclude, vec!["*.secret".to_string()]);
+        assert_eq!(c.actions.prefer.tests, Some(Prefer::Cloud));
+        assert_eq!(c.actions.max_tokens, 200);
+        assert_eq!(c.privacy, Privacy::Redact);
+        let e = parse(&json!({"actions": {"prefer": {"tests": "moon"}}})).unwrap_err();
+        assert!(e.contains("actions.prefer.tests"), "{e}");
+        let e = parse(&json!({"cloud": {"timeoutMs": "soon"}})).unwrap_err();
+        assert!(e.contains("cloud.timeoutMs"), "{e}");
+        let p = parse(&json!({"cloud": {"apiKey": "sk-nope"}})).unwrap();
+        assert_eq!(p.unknown_keys, vec!["cloud.apiKey".to_string()]);
     }
 }

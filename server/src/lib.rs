@@ -4,8 +4,10 @@
 //! (which text) → `prompt` (which tokens, FIM or not) → `model` (the llama.cpp thread) →
 //! `postprocess` (where the suggestion ends) → back through `lsp` as ghost text.
 
+pub mod actions;
 pub mod bench;
 pub mod cli;
+pub mod cloud;
 pub mod config;
 pub mod context;
 pub mod demo;
@@ -16,6 +18,7 @@ pub mod lsp;
 pub mod model;
 pub mod postprocess;
 pub mod prompt;
+pub mod route;
 pub mod stdio_client;
 pub mod syntax;
 pub mod typing;

@@ -2,7 +2,7 @@
 //!
 //! Used by `ghostline demo` and by the end-to-end tests to drive the real binary the way an
 //! editor does. Server-to-client requests (`window/workDoneProgress/create`, …) are answered
-//! with `null` so the server never waits on us.
+//! with `null` (`workspace/applyEdit` with `{"applied": true}`) so the server never waits on us.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -68,7 +68,9 @@ impl StdioClient {
             let mut reader = BufReader::new(stdout);
             while let Some(message) = read_message(&mut reader) {
                 if message.get("method").is_some() && message.get("id").is_some() {
-                    let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": null});
+                    // An edit is accepted (the request stays in `notifications` for tests to read).
+                    let result = if message["method"] == "workspace/applyEdit" { json!({"applied": true}) } else { Value::Null };
+                    let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
                     let _ = write_message(&mut *answer.lock().unwrap(), &reply);
                 }
                 if tx.send(message).is_err() {

@@ -7,6 +7,7 @@
 //! previous request on that document, asks the [`Engine`], and drops its answer if the document
 //! moved on meanwhile.
 
+pub mod actions;
 pub mod document;
 pub mod encoding;
 pub mod transport;
@@ -55,6 +56,8 @@ pub struct Backend {
     snippet_support: RwLock<bool>,
     /// The last completion the engine answered, for `ghostline/lastTimings`.
     last_timings: Mutex<Option<Value>>,
+    /// Code actions' state: route memory, breaker, budget, the cloud client once built.
+    actions: actions::ActionState,
 }
 
 /// Cancels a request's model work when its future is dropped (e.g. on `$/cancelRequest`).
@@ -88,6 +91,7 @@ impl Backend {
             work_done_progress: RwLock::new(false),
             snippet_support: RwLock::new(false),
             last_timings: Mutex::default(),
+            actions: actions::ActionState::default(),
         }
     }
 
@@ -308,6 +312,7 @@ impl LanguageServer for Backend {
             .and_then(|c| c.completion_item.as_ref())
             .and_then(|i| i.snippet_support)
             .unwrap_or(false);
+        self.actions.init(&params);
         let options = params.initialization_options.unwrap_or(Value::Null);
         match self.read_settings(&options) {
             Ok(config) => *self.config.write().unwrap() = config,
@@ -338,6 +343,18 @@ impl LanguageServer for Backend {
                     ..Default::default()
                 }),
                 inline_completion_provider: Some(true.into()),
+                code_action_provider: Some(
+                    CodeActionOptions {
+                        code_action_kinds: Some(vec![CodeActionKind::QuickFix, CodeActionKind::RefactorRewrite]),
+                        resolve_provider: Some(true),
+                        ..Default::default()
+                    }
+                    .into(),
+                ),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: vec![actions::RUN.into(), actions::LAST_ROUTE.into()],
+                    ..Default::default()
+                }),
                 ..Default::default()
             },
             server_info: Some(ServerInfo { name: "ghostline".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
@@ -428,6 +445,18 @@ impl LanguageServer for Backend {
             return Ok(None);
         };
         Ok(Some(completion_list(placed, *self.snippet_support.read().unwrap()).into()))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<Vec<CodeActionResponse>>> {
+        self.code_action_list(params).await
+    }
+
+    async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
+        self.code_action_resolve_command(action).await
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LspAny>> {
+        self.execute(params).await
     }
 }
 

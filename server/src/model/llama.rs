@@ -21,6 +21,8 @@ use super::{check_model_file, CacheHit, GenerateError, GenerateRequest, Generati
 use crate::config::ModelConfig;
 use crate::prompt::{self, PromptFormat, Token};
 
+mod chat;
+
 /// Suggestions remembered by prompt.
 const SUGGESTION_CACHE: usize = 256;
 
@@ -153,13 +155,13 @@ fn load_and_serve(
                 },
             },
         };
-        let Job { request, reply } = job;
-        let result = if request.cancel.is_cancelled() {
-            Err(GenerateError::Cancelled)
-        } else {
-            worker.generate(&request)
+        let result = match &job {
+            Job::Complete { request, .. } if request.cancel.is_cancelled() => Err(GenerateError::Cancelled),
+            Job::Complete { request, .. } => worker.generate(request),
+            Job::Chat { request, .. } if request.cancel.is_cancelled() => Err(GenerateError::Cancelled),
+            Job::Chat { request, .. } => worker.chat(request),
         };
-        let _ = reply.send(result);
+        job.reply(result);
     }
     // Idle for keepAlive: free the context, then the model.
     drop(worker);
@@ -173,7 +175,7 @@ fn next_live_job(jobs: &mpsc::Receiver<Job>) -> Option<Job> {
     loop {
         let job = jobs.recv().ok()?;
         if job_cancelled(&job) {
-            let _ = job.reply.send(Err(GenerateError::Cancelled));
+            job.reply(Err(GenerateError::Cancelled));
         } else {
             return Some(job);
         }
@@ -181,7 +183,10 @@ fn next_live_job(jobs: &mpsc::Receiver<Job>) -> Option<Job> {
 }
 
 fn job_cancelled(job: &Job) -> bool {
-    job.request.cancel.is_cancelled()
+    match job {
+        Job::Complete { request, .. } => request.cancel.is_cancelled(),
+        Job::Chat { request, .. } => request.cancel.is_cancelled(),
+    }
 }
 
 /// Reads the model's dimensions from its GGUF header and chooses the context size for the
@@ -212,7 +217,7 @@ fn fail(message: String, status: &watch::Sender<ModelStatus>, jobs: mpsc::Receiv
     tracing::error!("{message}");
     status.send_replace(ModelStatus::Failed(message.clone()));
     while let Ok(job) = jobs.recv() {
-        let _ = job.reply.send(Err(GenerateError::Unavailable(message.clone())));
+        job.reply(Err(GenerateError::Unavailable(message.clone())));
     }
 }
 

@@ -151,9 +151,40 @@ impl std::error::Error for GenerateError {}
 
 type Reply = oneshot::Sender<Result<Generation, GenerateError>>;
 
-struct Job {
-    request: GenerateRequest,
-    reply: Reply,
+/// What the model thread is asked to do.
+enum Job {
+    /// An inline completion (the engine's path).
+    Complete { request: GenerateRequest, reply: Reply },
+    /// An instruction-style generation for a code action (see [`ChatRequest`]).
+    Chat { request: ChatRequest, reply: Reply },
+}
+
+impl Job {
+    fn reply(self, result: Result<Generation, GenerateError>) {
+        let (Job::Complete { reply, .. } | Job::Chat { reply, .. }) = self;
+        let _ = reply.send(result);
+    }
+}
+
+/// Decides where a chat answer ends: the byte length to keep once the text so far is complete,
+/// `None` to go on.
+pub type ChatStop = Arc<dyn Fn(&str) -> Option<usize> + Send + Sync>;
+
+/// A chat (instruction) generation for code actions: the messages go through the model's own
+/// chat template; sampling is the same deterministic greedy chain as completion's. It shares the
+/// one context (and KV cache) with completions but never their suggestion cache.
+pub struct ChatRequest {
+    /// `(role, content)` pairs: `system`, `user`, `assistant`.
+    pub messages: Vec<(String, String)>,
+    pub max_tokens: u32,
+    pub stop: ChatStop,
+    pub cancel: CancelFlag,
+}
+
+impl fmt::Debug for ChatRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChatRequest").field("messages", &self.messages).field("max_tokens", &self.max_tokens).finish()
+    }
 }
 
 /// Sampling settings fixed for the life of a model thread.
@@ -237,7 +268,23 @@ impl ModelHandle {
         }
         let jobs = self.jobs.as_ref().ok_or_else(unavailable)?;
         let (reply, answer) = oneshot::channel();
-        jobs.send(Job { request, reply }).map_err(|_| unavailable())?;
+        jobs.send(Job::Complete { request, reply }).map_err(|_| unavailable())?;
+        answer.await.unwrap_or_else(|_| Err(unavailable()))
+    }
+
+    /// Queues a chat generation (code actions) and waits for it.
+    pub async fn chat(&self, request: ChatRequest) -> Result<Generation, GenerateError> {
+        let unavailable = || match &*self.status.borrow() {
+            ModelStatus::Failed(m) => GenerateError::Unavailable(m.clone()),
+            ModelStatus::NotConfigured => GenerateError::Unavailable("no model configured".into()),
+            _ => GenerateError::Unavailable("the model thread has stopped".into()),
+        };
+        if let ModelStatus::Failed(_) | ModelStatus::NotConfigured = &*self.status.borrow() {
+            return Err(unavailable());
+        }
+        let jobs = self.jobs.as_ref().ok_or_else(unavailable)?;
+        let (reply, answer) = oneshot::channel();
+        jobs.send(Job::Chat { request, reply }).map_err(|_| unavailable())?;
         answer.await.unwrap_or_else(|_| Err(unavailable()))
     }
 
