@@ -25,4 +25,7 @@ export GHOSTLINE_PYTHON="$VENV/bin/python"
 
 GHOSTLINE_LLAMA_SERVER="${GHOSTLINE_LLAMA_SERVER:-$(scripts/llama-server.sh)}"; export GHOSTLINE_LLAMA_SERVER  # the bench's peer (built once into the venv: ~20 min on 2 cores)
 cargo test --release --workspace "$@"
+# Offline for real: the LSP end-to-end tests and the no-socket test once more, inside a network
+# namespace that has no interface up.
+unshare -n -- cargo test --release --offline --test lsp_e2e --test offline
 GHOSTLINE_CARGO_TESTS_DONE=1 scripts/test-editors.sh   # editors with real clients (Helix ran above with cargo test)

@@ -153,6 +153,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
+    crate::fault::install_panic_hook();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -259,10 +260,20 @@ pub fn main() -> ExitCode {
 }
 
 /// Logs go to stderr (stdout carries the protocol). `GHOSTLINE_LOG` takes a tracing filter.
+///
+/// The protocol layer traces every message it reads and writes (whole documents): those events
+/// are dropped unless `debug.logCode` is on, whatever the filter says.
 fn init_tracing() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
     let filter = tracing_subscriber::EnvFilter::try_from_env("GHOSTLINE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,ghostline=info"));
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).with_ansi(false).init();
+    let no_code = tracing_subscriber::filter::filter_fn(|meta| {
+        !meta.target().starts_with("tower_lsp_server::codec") || crate::config::log_code()
+    });
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false);
+    tracing_subscriber::registry().with(fmt.with_filter(no_code).with_filter(filter)).init();
 }
 
 async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Config) -> Result<serde_json::Value, String> {

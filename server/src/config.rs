@@ -22,6 +22,16 @@ pub struct Options {
     pub actions: ActionsOptions,
     pub privacy: Option<Privacy>,
     pub offline: Option<bool>,
+    pub debug: DebugOptions,
+}
+
+/// Diagnostics for developers. Off by default: logs then never hold code, prompts or
+/// suggestions, only sizes and timings.
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DebugOptions {
+    /// Write prompts, generated text and dropped suggestions to the log (at debug/trace level).
+    pub log_code: Option<bool>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize, PartialEq)]
@@ -173,6 +183,8 @@ pub struct Config {
     pub actions: ActionsConfig,
     pub privacy: Privacy,
     pub offline: bool,
+    /// `debug.logCode`: code may appear in logs.
+    pub log_code: bool,
 }
 
 /// Files never sent to the cloud unless `cloud.exclude` says otherwise.
@@ -321,8 +333,21 @@ impl Options {
             },
             privacy: self.privacy.unwrap_or(Privacy::LocalOnly),
             offline: self.offline.unwrap_or(false),
+            log_code: self.debug.log_code.unwrap_or(false),
         }
     }
+}
+
+static LOG_CODE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether code, prompts and suggestions may be logged (`debug.logCode`), process-wide.
+pub fn log_code() -> bool {
+    LOG_CODE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Applies `debug.logCode` from the configuration now in force.
+pub fn set_log_code(enabled: bool) {
+    LOG_CODE.store(enabled, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Reads `GHOSTLINE_MODEL` from the environment.

@@ -100,7 +100,9 @@ impl Engine {
         let stop = request.stop.clone();
         let strategy = request.context.strategy;
         let generation = self.model.generate(request).await?;
-        tracing::trace!(raw = ?generation.text, "generated");
+        if crate::config::log_code() {
+            tracing::trace!(raw = ?generation.text, "generated");
+        }
         let mut text = stop.finish(&generation.text);
         if let Some((spec, tree)) = input.syntax {
             text = postprocess::syntax::keep_if_parse_not_worse(spec, tree, input.text, input.cursor, &text);

@@ -13,7 +13,7 @@ pub mod encoding;
 pub mod transport;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::Value;
 use tower_lsp_server::gen_lsp_types::*;
@@ -52,12 +52,41 @@ pub struct Backend {
     /// Set in `initialize`, shown once the client is ready for messages.
     init_messages: Mutex<Vec<(MessageType, String)>>,
     work_done_progress: RwLock<bool>,
+    /// When the model thread was restarted after dying, for the restart limit.
+    restarts: Mutex<Vec<std::time::Instant>>,
     /// The client expands snippets in completion items.
     snippet_support: RwLock<bool>,
     /// The last completion the engine answered, for `ghostline/lastTimings`.
     last_timings: Mutex<Option<Value>>,
     /// Code actions' state: route memory, breaker, budget, the cloud client once built.
     actions: actions::ActionState,
+}
+
+/// Runs a request handler so that a panic inside it becomes an `InternalError` answer (and a
+/// log line, from the panic hook) instead of taking the server down.
+async fn contained<T>(method: &'static str, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(work).catch_unwind().await {
+        Ok(result) => result,
+        Err(_) => {
+            let why = crate::fault::last_panic().unwrap_or_default();
+            tracing::error!(method, "request handler panicked: {why}");
+            Err(Error {
+                code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+                message: format!("ghostline: internal error while handling {method} ({why}); the server keeps running").into(),
+                data: None,
+            })
+        }
+    }
+}
+
+/// [`contained`] for notifications: a panic is logged and the notification dropped.
+async fn contained_notification(method: &'static str, work: impl std::future::Future<Output = ()>) {
+    let _ = contained(method, async {
+        work.await;
+        Ok(())
+    })
+    .await;
 }
 
 /// Cancels a request's model work when its future is dropped (e.g. on `$/cancelRequest`).
@@ -89,6 +118,7 @@ impl Backend {
             inflight: Mutex::default(),
             init_messages: Mutex::default(),
             work_done_progress: RwLock::new(false),
+            restarts: Mutex::default(),
             snippet_support: RwLock::new(false),
             last_timings: Mutex::default(),
             actions: actions::ActionState::default(),
@@ -104,18 +134,19 @@ impl Backend {
         let mut config = parsed.options.resolve(config::env_model());
         // No model named: look where users already keep models (model::discover).
         crate::model::discover::fill_in(&mut config.model);
+        crate::config::set_log_code(config.log_code);
         Ok(config)
     }
 
     /// (Re)starts the model with the current configuration. Its loading is reported to the
     /// client when `report` is set (only once the client is initialized).
     fn start_model(&self, report: bool) {
-        let config = self.config.read().unwrap().clone();
+        let config = self.config.read().unwrap_or_else(PoisonError::into_inner).clone();
         // The new model loads only once the old thread has let its model go: one resident.
         let previous = self.engine().map(|e| e.model.residency());
         let handle = ModelHandle::spawn_after(&config.model, Sampling::from(&config.completion), previous);
         let engine = Arc::new(Engine::new(handle, config.completion.clone()));
-        let old = self.engine.write().unwrap().replace(engine);
+        let old = self.engine.write().unwrap_or_else(PoisonError::into_inner).replace(engine);
         if let Some(old) = old {
             // Joining the old model thread may wait for its current job: not on the runtime.
             tokio::task::spawn_blocking(move || drop(old));
@@ -127,7 +158,7 @@ impl Backend {
 
     fn report_model_status(&self) {
         if let Some(engine) = self.engine() {
-            let progress = *self.work_done_progress.read().unwrap();
+            let progress = *self.work_done_progress.read().unwrap_or_else(PoisonError::into_inner);
             tokio::spawn(report_model_status(self.client.clone(), engine.model.status(), progress));
         }
     }
@@ -136,23 +167,56 @@ impl Backend {
     /// (shown or not), with its prompt's token ids; `null` before any. Used by `ghostline
     /// bench`; normal responses carry no timings.
     async fn last_timings(&self) -> Result<Option<Value>> {
-        Ok(self.last_timings.lock().unwrap().clone())
+        Ok(self.last_timings.lock().unwrap_or_else(PoisonError::into_inner).clone())
+    }
+
+    /// The model thread died (a panic outside any job): tell the user and load the model
+    /// again, at most three times in ten minutes.
+    async fn restart_dead_model(&self) {
+        let why = crate::fault::last_panic().unwrap_or_else(|| "unknown cause".into());
+        let allowed = {
+            let mut restarts = self.restarts.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = std::time::Instant::now();
+            restarts.retain(|t| now.duration_since(*t) < std::time::Duration::from_secs(600));
+            restarts.push(now);
+            restarts.len() <= 3
+        };
+        if allowed {
+            tracing::error!("the model thread stopped ({why}); reloading the model");
+            self.client
+                .show_message(MessageType::Warning, format!("ghostline: the model stopped unexpectedly ({why}); reloading it"))
+                .await;
+            self.start_model(true);
+        } else {
+            self.engine.write().unwrap_or_else(PoisonError::into_inner).take();
+            self.client
+                .show_message(MessageType::Error, format!("ghostline: the model keeps stopping ({why}); completions are off until the settings change"))
+                .await;
+        }
     }
 
     fn engine(&self) -> Option<Arc<Engine>> {
-        self.engine.read().unwrap().clone()
+        self.engine.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Shared path of both completion requests.
     async fn suggest(&self, params: &TextDocumentPositionParams) -> Result<Option<Placed>> {
-        let enc = *self.encoding.read().unwrap();
+        let enc = *self.encoding.read().unwrap_or_else(PoisonError::into_inner);
         let uri = &params.text_document.uri;
-        let Some(engine) = self.engine() else { return Ok(None) };
-        if !self.config.read().unwrap().completion.enabled {
+        crate::fault::point("completion");
+        let Some(mut engine) = self.engine() else { return Ok(None) };
+        if engine.model.thread_died() {
+            self.restart_dead_model().await;
+            match self.engine() {
+                Some(e) => engine = e,
+                None => return Ok(None),
+            }
+        }
+        if !self.config.read().unwrap_or_else(PoisonError::into_inner).completion.enabled {
             return Ok(None);
         }
         let (snap, word_start, word) = {
-            let docs = self.docs.lock().unwrap();
+            let docs = self.docs.lock().unwrap_or_else(PoisonError::into_inner);
             let doc = docs
                 .get(uri)
                 .ok_or_else(|| Error::invalid_params(format!("unknown document: {}", uri.0.as_str())))?;
@@ -174,12 +238,12 @@ impl Backend {
             (snap, word_start, word)
         };
         let cursor = {
-            let docs = self.docs.lock().unwrap();
+            let docs = self.docs.lock().unwrap_or_else(PoisonError::into_inner);
             encoding::from_char(&docs[uri].rope, snap.cursor_char, enc)
         };
 
         let cancel = CancelFlag::new();
-        if let Some(previous) = self.inflight.lock().unwrap().insert(uri.clone(), cancel.clone()) {
+        if let Some(previous) = self.inflight.lock().unwrap_or_else(PoisonError::into_inner).insert(uri.clone(), cancel.clone()) {
             previous.cancel();
         }
         let _guard = CancelOnDrop(cancel.clone());
@@ -189,10 +253,10 @@ impl Backend {
             syntax: snap.syntax.as_ref().map(|(spec, tree)| (*spec, tree)),
         };
         let result = engine.complete(input, cancel).await;
-        let current = self.docs.lock().unwrap().get(uri).map(|d| d.version);
+        let current = self.docs.lock().unwrap_or_else(PoisonError::into_inner).get(uri).map(|d| d.version);
         if let Ok(s) = &result {
             let shown = current == Some(snap.version) && !s.text.is_empty();
-            *self.last_timings.lock().unwrap() = Some(serde_json::json!({
+            *self.last_timings.lock().unwrap_or_else(PoisonError::into_inner) = Some(serde_json::json!({
                 "uri": uri, "version": snap.version, "position": params.position, "shown": shown,
                 "text": s.text, "timings": s.timings, "prompt": s.timings.prompt,
             }));
@@ -207,6 +271,11 @@ impl Backend {
                     "suggestion"
                 );
                 Ok(Some(Placed { suggestion, cursor, word_start, word }))
+            }
+            Err(GenerateError::Unavailable(why)) if why == crate::model::THREAD_STOPPED => {
+                // It died under this request: start it again now, so that the next one works.
+                self.restart_dead_model().await;
+                Ok(None)
             }
             Ok(_) | Err(GenerateError::Cancelled) | Err(GenerateError::Unavailable(_)) => Ok(None),
             Err(e @ GenerateError::Failed(_)) => {
@@ -301,10 +370,10 @@ impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let general = params.capabilities.general.as_ref();
         let enc = Encoding::negotiate(general.and_then(|g| g.position_encodings.as_deref()));
-        *self.encoding.write().unwrap() = enc;
-        *self.work_done_progress.write().unwrap() =
+        *self.encoding.write().unwrap_or_else(PoisonError::into_inner) = enc;
+        *self.work_done_progress.write().unwrap_or_else(PoisonError::into_inner) =
             params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
-        *self.snippet_support.write().unwrap() = params
+        *self.snippet_support.write().unwrap_or_else(PoisonError::into_inner) = params
             .capabilities
             .text_document
             .as_ref()
@@ -315,12 +384,12 @@ impl LanguageServer for Backend {
         self.actions.init(&params);
         let options = params.initialization_options.unwrap_or(Value::Null);
         match self.read_settings(&options) {
-            Ok(config) => *self.config.write().unwrap() = config,
+            Ok(config) => *self.config.write().unwrap_or_else(PoisonError::into_inner) = config,
             Err(message) => {
                 tracing::error!("{message}");
                 let defaults = config::Options::default().resolve(config::env_model());
-                *self.config.write().unwrap() = defaults;
-                self.init_messages.lock().unwrap().push((MessageType::Error, format!("ghostline: {message}; using defaults")));
+                *self.config.write().unwrap_or_else(PoisonError::into_inner) = defaults;
+                self.init_messages.lock().unwrap_or_else(PoisonError::into_inner).push((MessageType::Error, format!("ghostline: {message}; using defaults")));
             }
         }
         // Load now, so that requests arriving right after `initialized` already queue for it.
@@ -362,7 +431,7 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        let messages = std::mem::take(&mut *self.init_messages.lock().unwrap());
+        let messages = std::mem::take(&mut *self.init_messages.lock().unwrap_or_else(PoisonError::into_inner));
         for (kind, message) in messages {
             self.client.show_message(kind, message).await;
         }
@@ -370,81 +439,99 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
-        for flag in self.inflight.lock().unwrap().values() {
+        for flag in self.inflight.lock().unwrap_or_else(PoisonError::into_inner).values() {
             flag.cancel();
         }
         Ok(())
     }
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
-        let d = params.text_document;
-        let language: String = d.language_id.into();
-        self.docs.lock().unwrap().insert(d.uri, Document::new(&d.text, d.version, language));
+        contained_notification("textDocument/didOpen", async move {
+            let d = params.text_document;
+            let language: String = d.language_id.into();
+            self.docs.lock().unwrap_or_else(PoisonError::into_inner).insert(d.uri, Document::new(&d.text, d.version, language));
+        })
+        .await
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
-        let enc = *self.encoding.read().unwrap();
-        let uri = params.text_document.text_document_identifier.uri;
-        let mut docs = self.docs.lock().unwrap();
-        let Some(doc) = docs.get_mut(&uri) else {
-            tracing::warn!(uri = uri.0.as_str(), "didChange for a document that is not open");
-            return;
-        };
-        doc.apply_all(&params.content_changes, enc);
-        doc.version = params.text_document.version;
-        drop(docs);
-        // The text moved on: whatever was computing for the old text is wasted work.
-        if let Some(flag) = self.inflight.lock().unwrap().get(&uri) {
-            flag.cancel();
-        }
+        contained_notification("textDocument/didChange", async move {
+            let enc = *self.encoding.read().unwrap_or_else(PoisonError::into_inner);
+            let uri = params.text_document.text_document_identifier.uri;
+            let mut docs = self.docs.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(doc) = docs.get_mut(&uri) else {
+                tracing::warn!(uri = uri.0.as_str(), "didChange for a document that is not open");
+                return;
+            };
+            doc.apply_all(&params.content_changes, enc);
+            doc.version = params.text_document.version;
+            drop(docs);
+            // The text moved on: whatever was computing for the old text is wasted work.
+            if let Some(flag) = self.inflight.lock().unwrap_or_else(PoisonError::into_inner).get(&uri) {
+                flag.cancel();
+            }
+        })
+        .await
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        let uri = params.text_document.uri;
-        self.docs.lock().unwrap().remove(&uri);
-        if let Some(flag) = self.inflight.lock().unwrap().remove(&uri) {
-            flag.cancel();
-        }
+        contained_notification("textDocument/didClose", async move {
+            let uri = params.text_document.uri;
+            self.docs.lock().unwrap_or_else(PoisonError::into_inner).remove(&uri);
+            if let Some(flag) = self.inflight.lock().unwrap_or_else(PoisonError::into_inner).remove(&uri) {
+                flag.cancel();
+            }
+        })
+        .await
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
-        match self.read_settings(&params.settings) {
-            Ok(new) => {
-                let restart = {
-                    let mut config = self.config.write().unwrap();
-                    let restart = config.model != new.model || config.completion != new.completion;
-                    *config = new;
-                    restart
-                };
-                if restart {
-                    self.start_model(true);
+        contained_notification("workspace/didChangeConfiguration", async move {
+            match self.read_settings(&params.settings) {
+                Ok(new) => {
+                    let restart = {
+                        let mut config = self.config.write().unwrap_or_else(PoisonError::into_inner);
+                        let restart = config.model != new.model || config.completion != new.completion;
+                        *config = new;
+                        restart
+                    };
+                    if restart {
+                        self.start_model(true);
+                    }
+                }
+                Err(message) => {
+                    tracing::error!("{message}");
+                    self.client.show_message(MessageType::Error, format!("ghostline: {message}; keeping the previous settings")).await;
                 }
             }
-            Err(message) => {
-                tracing::error!("{message}");
-                self.client.show_message(MessageType::Error, format!("ghostline: {message}; keeping the previous settings")).await;
-            }
-        }
+        })
+        .await
     }
 
     async fn inline_completion(&self, params: InlineCompletionParams) -> Result<Option<InlineCompletionResponse>> {
-        let Some(placed) = self.suggest(&params.text_document_position_params).await? else {
-            return Ok(None);
-        };
-        let item = InlineCompletionItem {
-            insert_text: placed.suggestion.text.into(),
-            filter_text: None,
-            range: Some(Range { start: placed.cursor, end: placed.cursor }),
-            command: None,
-        };
-        Ok(Some(InlineCompletionList { items: vec![item] }.into()))
+        contained("textDocument/inlineCompletion", async move {
+            let Some(placed) = self.suggest(&params.text_document_position_params).await? else {
+                return Ok(None);
+            };
+            let item = InlineCompletionItem {
+                insert_text: placed.suggestion.text.into(),
+                filter_text: None,
+                range: Some(Range { start: placed.cursor, end: placed.cursor }),
+                command: None,
+            };
+            Ok(Some(InlineCompletionList { items: vec![item] }.into()))
+        })
+        .await
     }
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
-        let Some(placed) = self.suggest(&params.text_document_position_params).await? else {
-            return Ok(None);
-        };
-        Ok(Some(completion_list(placed, *self.snippet_support.read().unwrap()).into()))
+        contained("textDocument/completion", async move {
+            let Some(placed) = self.suggest(&params.text_document_position_params).await? else {
+                return Ok(None);
+            };
+            Ok(Some(completion_list(placed, *self.snippet_support.read().unwrap_or_else(PoisonError::into_inner)).into()))
+        })
+        .await
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<Vec<CodeActionResponse>>> {

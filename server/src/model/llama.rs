@@ -155,12 +155,23 @@ fn load_and_serve(
                 },
             },
         };
-        let result = match &job {
-            Job::Complete { request, .. } if request.cancel.is_cancelled() => Err(GenerateError::Cancelled),
-            Job::Complete { request, .. } => worker.generate(request),
-            Job::Chat { request, .. } if request.cancel.is_cancelled() => Err(GenerateError::Cancelled),
-            Job::Chat { request, .. } => worker.chat(request),
-        };
+        crate::fault::point("thread");
+        // A panic in one job is contained here: the job fails, the KV cache is cleared (its
+        // state is unknown), and the thread serves the next job.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::fault::point("job");
+            match &job {
+                Job::Complete { request, .. } if request.cancel.is_cancelled() => Err(GenerateError::Cancelled),
+                Job::Complete { request, .. } => worker.generate(request),
+                Job::Chat { request, .. } if request.cancel.is_cancelled() => Err(GenerateError::Cancelled),
+                Job::Chat { request, .. } => worker.chat(request),
+            }
+        }))
+        .unwrap_or_else(|_| {
+            worker.forget_cache();
+            let why = crate::fault::last_panic().unwrap_or_default();
+            Err(GenerateError::Failed(format!("internal error in the model thread ({why}); recovered")))
+        });
         job.reply(result);
     }
     // Idle for keepAlive: free the context, then the model.
@@ -300,6 +311,12 @@ impl<'m> Worker<'m> {
         Ok(())
     }
 
+    /// Empties the KV cache and what we know of it.
+    fn forget_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+
     fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
         self.model.vocab().tokenize(text.as_bytes(), false, false)
     }
@@ -317,7 +334,9 @@ impl<'m> Worker<'m> {
         }
         let count = |s: &str| self.tokenize(s).len();
         let parts = crate::context::fit(&context, budget, &count);
-        tracing::trace!(outline = ?parts.outline, prefix = ?parts.prefix, suffix = ?parts.suffix, "prompt parts");
+        if crate::config::log_code() {
+            tracing::trace!(outline = ?parts.outline, prefix = ?parts.prefix, suffix = ?parts.suffix, "prompt parts");
+        }
         // The outline is tokenized on its own so that its tokens (and their KV entries) stay
         // identical while the prefix after it changes.
         let mut prefix: Vec<Token> = self.tokenize(&parts.outline).iter().map(|t| t.0).collect();

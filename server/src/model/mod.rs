@@ -29,6 +29,9 @@ use crate::config::{CompletionConfig, ModelConfig};
 use crate::context::ContextParts;
 use crate::postprocess::StopRule;
 
+/// Why a request got no answer when the model thread died under it.
+pub const THREAD_STOPPED: &str = "the model thread has stopped";
+
 /// Shared flag that stops a request's work at the next check.
 #[derive(Debug, Clone, Default)]
 pub struct CancelFlag(Arc<AtomicBool>);
@@ -248,6 +251,12 @@ impl ModelHandle {
         self.residency.clone()
     }
 
+    /// Whether the model thread ended on its own (a panic outside a job): the handle is then
+    /// useless and the model must be started again.
+    pub fn thread_died(&self) -> bool {
+        self.jobs.is_some() && self.thread.as_ref().is_some_and(|t| t.is_finished())
+    }
+
     /// Current status, and a way to wait for changes.
     pub fn status(&self) -> watch::Receiver<ModelStatus> {
         self.status.clone()
@@ -261,7 +270,7 @@ impl ModelHandle {
                 crate::config::MODEL_ENV
             )),
             ModelStatus::Failed(m) => GenerateError::Unavailable(m.clone()),
-            _ => GenerateError::Unavailable("the model thread has stopped".into()),
+            _ => GenerateError::Unavailable(THREAD_STOPPED.into()),
         };
         if let ModelStatus::Failed(_) | ModelStatus::NotConfigured = &*self.status.borrow() {
             return Err(unavailable());
@@ -277,7 +286,7 @@ impl ModelHandle {
         let unavailable = || match &*self.status.borrow() {
             ModelStatus::Failed(m) => GenerateError::Unavailable(m.clone()),
             ModelStatus::NotConfigured => GenerateError::Unavailable("no model configured".into()),
-            _ => GenerateError::Unavailable("the model thread has stopped".into()),
+            _ => GenerateError::Unavailable(THREAD_STOPPED.into()),
         };
         if let ModelStatus::Failed(_) | ModelStatus::NotConfigured = &*self.status.borrow() {
             return Err(unavailable());
@@ -295,7 +304,7 @@ impl ModelHandle {
             .wait_for(|s| !matches!(s, ModelStatus::Loading { .. }))
             .await
             .map(|s| s.clone())
-            .unwrap_or_else(|_| ModelStatus::Failed("the model thread has stopped".into()));
+            .unwrap_or_else(|_| ModelStatus::Failed(THREAD_STOPPED.into()));
         status
     }
 }

@@ -27,7 +27,11 @@ pub fn keep_if_parse_not_worse(spec: &Spec, tree: &Tree, text: &str, cursor: usi
         match candidate.rfind('\n') {
             Some(i) => candidate = candidate[..i].trim_end(),
             None => {
-                tracing::debug!(suggestion, "dropped: it makes the file parse worse");
+                if crate::config::log_code() {
+                    tracing::debug!(suggestion, "dropped: it makes the file parse worse");
+                } else {
+                    tracing::debug!(len = suggestion.len(), "suggestion dropped: it makes the file parse worse");
+                }
                 return String::new();
             }
         }
