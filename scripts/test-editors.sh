@@ -99,7 +99,8 @@ if want neovim; then
   else
     run_nvim_spec ghostline_spec.lua
     record neovim $?
-    # editors/neovim/test/code_actions_spec.lua joins here once the server has code actions.
+    run_nvim_spec code_actions_spec.lua
+    record neovim-code-actions $?
   fi
 fi
 

@@ -405,12 +405,9 @@ impl LanguageServer for Backend {
                     }
                     .into(),
                 ),
-                completion_provider: Some(CompletionOptions {
-                    // Clients that complete only on trigger characters (Neovim's built-in
-                    // completion) ask at these too, not just on demand.
-                    trigger_characters: Some([".", "(", "[", ",", ":", "=", " "].map(String::from).to_vec()),
-                    ..Default::default()
-                }),
+                // No trigger characters: a request per `.` or space from clients that complete
+                // automatically would supersede the one the user asked for.
+                completion_provider: Some(CompletionOptions::default()),
                 inline_completion_provider: Some(true.into()),
                 code_action_provider: Some(
                     CodeActionOptions {
