@@ -63,7 +63,7 @@ if ! installed; then
 PATH="$dir/node_modules/$node_pkg/bin:\$PATH" exec "$dir/node_modules/$node_pkg/bin/node" "$dir/node_modules/code-server/out/node/entry.js" "\$@"
 EOF
     chmod +x "$launcher"
-    "$launcher" --version >&2
+    XDG_CONFIG_HOME="$dir/.config" "$launcher" --version >&2   # (it writes a default config file)
     touch "$dir/.complete"
     echo "code-server installed in $(( $(date +%s) - started )) s" >&2
   fi

@@ -186,6 +186,16 @@ async function typeOnNewLine(afterLine: RegExp, text: string): Promise<void> {
   await page.keyboard.type(text, { delay: KEY_DELAY });
 }
 
+const UNREADABLE = Symbol("settings.json is being written");
+/** One user setting as VS Code saved it (UNREADABLE while the file is being written). */
+function savedSetting(key: string): unknown {
+  try {
+    return JSON.parse(readFileSync(h.settingsFile, "utf8"))[key];
+  } catch {
+    return UNREADABLE;
+  }
+}
+
 /** Runs a command from the palette (F1), as a person would. */
 async function palette(command: string): Promise<void> {
   const { page } = h;
@@ -239,7 +249,7 @@ async function setInSettingsEditor(key: string, value: string): Promise<void> {
   await until(
     () => `ghostline.${key} = ${JSON.stringify(value)} in settings.json`,
     async () => {
-      const saved = JSON.parse(readFileSync(h.settingsFile, "utf8"))[`ghostline.${key}`];
+      const saved = savedSetting(`ghostline.${key}`);
       return value === "" ? saved === undefined || saved === null : saved === Number(value);
     },
     10_000,
@@ -295,7 +305,7 @@ step("clicking the status-bar item toggles completions off (no ghost text) and o
   );
   await until(
     () => "ghostline.completion.enabled = false in settings.json",
-    async () => JSON.parse(readFileSync(h.settingsFile, "utf8"))["ghostline.completion.enabled"] === false,
+    async () => savedSetting("ghostline.completion.enabled") === false,
     10_000,
   );
   // Typing now brings no ghost text.
