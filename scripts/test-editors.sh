@@ -200,15 +200,10 @@ if want vscode-browser; then
     fi
   ) >"$log/browser-setup.log" 2>&1 || { tail -20 "$log/browser-setup.log" | sed 's/^/  /'; status=1; }
   echo "  set-up: $(( $(date +%s) - started )) s (code-server, Chromium, npm packages)"
-  # Its code-action step (Ctrl+. lists a ghostline action, which applies) joins once the server
-  # in this tree advertises code actions (issue 5).
-  code_actions=0
-  grep -q 'code_action_provider: Some' server/src/lsp/mod.rs && code_actions=1
   if [ "$status" -eq 0 ]; then
     started=$(date +%s)
     (
       cd editors/vscode &&
-        GHOSTLINE_BROWSER_CODE_ACTIONS="$code_actions" \
         GHOSTLINE_CODE_SERVER="$GHOSTLINE_CODE_SERVER" GHOSTLINE_VSIX="$PWD/ghostline.vsix" \
         GHOSTLINE_UI_ARTIFACTS="$(cd ../.. && pwd)/target/ui-artifacts/vscode" \
         timeout 900 npm run --silent test:browser

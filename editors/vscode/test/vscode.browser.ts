@@ -331,50 +331,47 @@ step("clicking the status-bar item toggles completions off (no ghost text) and o
   ready = true;
 });
 
-// Code actions (issue 5). Runs when GHOSTLINE_BROWSER_CODE_ACTIONS=1: scripts/test-editors.sh
-// sets it once the server in the tree advertises a codeActionProvider.
-if (process.env.GHOSTLINE_BROWSER_CODE_ACTIONS === "1") {
-  step("a ghostline code action is listed by Ctrl+. and applies: a docstring for main()", async () => {
-    requireReady();
-    ready = false;
-    const { page } = h;
-    const editor = page.locator(".editor-instance .monaco-editor").first();
-    // The cursor on `main` in `def main():`, then Quick Fix (Ctrl+.), as a person does.
-    await editor.locator(".view-line").filter({ hasText: /def\smain\(\):/ }).first().locator("span span").filter({ hasText: /^main$/ }).first().click();
-    await page.keyboard.press("Control+Period");
-    const menu = page.locator(".action-widget").filter({ has: page.locator(".monaco-list-row") }).first();
-    await menu.waitFor({ timeout: 60_000 });
-    const docstring = menu.locator(".monaco-list-row").filter({ hasText: /Add docstring to `?main`?/ }).first();
-    await docstring.waitFor({ timeout: 60_000 });
-    const titles = (await menu.locator(".monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
-    note(`code actions: ${JSON.stringify(titles)}`);
-    assert.ok(titles.some((t) => /Generate tests for `?main`?/.test(t)), `"Generate tests for main" is listed too: ${JSON.stringify(titles)}`);
-    await h.shot("code-actions");
-    await docstring.click();
-    // The server generates the docstring with the local model, then applies the edit.
-    const line = await until(
-      () => "a docstring line under def main():",
-      async () => {
-        const lines = await editor.locator(".view-line").allInnerTexts();
-        const i = lines.findIndex((l) => /def\smain\(\):/.test(l));
-        return i >= 0 && /^\s+(""")/.test(lines[i + 1]?.replace(/\u00a0/g, " ") ?? "") && lines[i + 1];
-      },
-      SUGGESTION_MS,
-    );
-    note(`docstring: ${JSON.stringify(line.replace(/\u00a0/g, " "))}`);
-    await h.shot("code-action-applied");
-    await page.keyboard.press("Control+S");
-    await until(
-      () => `${FILE} saved with the docstring`,
-      async () => /def main\(\):\n    """/.test(readFileSync(join(h.workspace, FILE), "utf8")),
-      10_000,
-    );
-    // The extension's command tells where the action ran and why.
-    await palette("ghostline: Why Was the Last Action Routed There?");
-    const toast = page.locator(".notifications-toasts .notification-toast").filter({ hasText: /local/i }).first();
-    await toast.waitFor({ timeout: 10_000 });
-    note(`route: ${JSON.stringify((await toast.innerText()).replace(/\s+/g, " "))}`);
-    await h.shot("last-route");
-    ready = true;
-  });
-}
+// Code actions (issue 5): Quick Fix lists ghostline's actions for the function under the cursor.
+step("a ghostline code action is listed by Ctrl+. and applies: a docstring for main()", async () => {
+  requireReady();
+  ready = false;
+  const { page } = h;
+  const editor = page.locator(".editor-instance .monaco-editor").first();
+  // The cursor on `main` in `def main():`, then Quick Fix (Ctrl+.), as a person does.
+  await editor.locator(".view-line").filter({ hasText: /def\smain\(\):/ }).first().locator("span span").filter({ hasText: /^main$/ }).first().click();
+  await page.keyboard.press("Control+Period");
+  const menu = page.locator(".action-widget").filter({ has: page.locator(".monaco-list-row") }).first();
+  await menu.waitFor({ timeout: 60_000 });
+  const docstring = menu.locator(".monaco-list-row").filter({ hasText: /Add docstring to `?main`?/ }).first();
+  await docstring.waitFor({ timeout: 60_000 });
+  const titles = (await menu.locator(".monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+  note(`code actions: ${JSON.stringify(titles)}`);
+  assert.ok(titles.some((t) => /Generate tests for `?main`?/.test(t)), `"Generate tests for main" is listed too: ${JSON.stringify(titles)}`);
+  await h.shot("code-actions");
+  await docstring.click();
+  // The server generates the docstring with the local model, then applies the edit.
+  const line = await until(
+    () => "a docstring line under def main():",
+    async () => {
+      const lines = await editor.locator(".view-line").allInnerTexts();
+      const i = lines.findIndex((l) => /def\smain\(\):/.test(l));
+      return i >= 0 && /^\s+(""")/.test(lines[i + 1]?.replace(/\u00a0/g, " ") ?? "") && lines[i + 1];
+    },
+    SUGGESTION_MS,
+  );
+  note(`docstring: ${JSON.stringify(line.replace(/\u00a0/g, " "))}`);
+  await h.shot("code-action-applied");
+  await page.keyboard.press("Control+S");
+  await until(
+    () => `${FILE} saved with the docstring`,
+    async () => /def main\(\):\n    """/.test(readFileSync(join(h.workspace, FILE), "utf8")),
+    10_000,
+  );
+  // The extension's command tells where the action ran and why.
+  await palette("ghostline: Why Was the Last Action Routed There?");
+  const toast = page.locator(".notifications-toasts .notification-toast").filter({ hasText: /local/i }).first();
+  await toast.waitFor({ timeout: 10_000 });
+  note(`route: ${JSON.stringify((await toast.innerText()).replace(/\s+/g, " "))}`);
+  await h.shot("last-route");
+  ready = true;
+});
