@@ -3,7 +3,7 @@
 //! context → prompt parts → model thread (with a stop rule) → post-processing. Knows nothing of
 //! LSP; the language server and the `complete` command both call [`Engine::complete`].
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tree_sitter::Tree;
 
@@ -33,7 +33,9 @@ pub struct Input<'a> {
 
 /// Completes code with one model.
 pub struct Engine {
-    pub model: ModelHandle,
+    /// Shared with the engines that replace this one when only completion settings change
+    /// ([`Engine::with_config`]): the model thread lives as long as any of them.
+    pub model: Arc<ModelHandle>,
     pub config: CompletionConfig,
     /// The last suggestion shown, for typed-ahead reuse.
     last: Mutex<Option<Shown>>,
@@ -49,7 +51,14 @@ struct Shown {
 
 impl Engine {
     pub fn new(model: ModelHandle, config: CompletionConfig) -> Self {
-        Engine { model, config, last: Mutex::new(None) }
+        Engine { model: Arc::new(model), config, last: Mutex::new(None) }
+    }
+
+    /// The same model (thread, KV cache and suggestion cache) with other completion settings.
+    /// Only settings read per request change this way; the sampling the model thread was
+    /// started with stays (see `crate::model::Sampling`).
+    pub fn with_config(&self, config: CompletionConfig) -> Self {
+        Engine { model: Arc::clone(&self.model), config, last: Mutex::new(None) }
     }
 
     pub async fn complete(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {

@@ -224,21 +224,88 @@ fn bad_requests_get_errors_and_the_server_keeps_completing() {
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
 
-/// Settings changes reach the server: a new maxTokens applies to the next suggestion.
+/// Settings changes reach the server: a new maxTokens applies to the next suggestion, without
+/// loading the model again.
 #[test]
 fn configuration_change_applies() {
     let (mut client, _) = ready_server(json!({}));
     let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
     open(&mut client, URI, &text);
-    client.notifications.clear(); // the next "model ready" is the reloaded model's
     client.notify(
         "workspace/didChangeConfiguration",
         json!({"settings": {"ghostline": {"model": {"path": model()}, "completion": {"maxTokens": 2}}}}),
     );
-    wait_ready(&mut client);
     let r = inline_completion(&mut client, URI, line, col);
     let text: Value = r["result"]["items"][0]["insertText"].clone();
     // Two tokens at most: a short suggestion (or none), never a whole block.
     assert!(text.as_str().map_or(true, |t| t.len() < 24 && !t.contains('\n')), "{r}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// What the server said about loading a model since the last `notifications.clear()`: `$/progress`
+/// notifications and "model ready" log lines.
+fn load_reports(client: &ghostline::stdio_client::StdioClient) -> Vec<Value> {
+    client
+        .notifications
+        .iter()
+        .filter(|n| {
+            n["method"] == "$/progress"
+                || (n["method"] == "window/logMessage" && n["params"]["message"].as_str().is_some_and(|m| m.contains("model ready")))
+        })
+        .cloned()
+        .collect()
+}
+
+fn last_timings(client: &mut ghostline::stdio_client::StdioClient) -> Value {
+    let r = client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap();
+    r["result"].clone()
+}
+
+/// `completion.*` settings other than sampling swap in place: toggling `completion.enabled`
+/// (VS Code's status bar does) or changing the line window keeps the loaded model, its KV cache
+/// and its suggestion cache. A new `model.path` loads the model again.
+#[test]
+fn completion_settings_change_without_reloading_the_model() {
+    let (mut client, _) = ready_server(json!({"window": {"workDoneProgress": true}}));
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    open(&mut client, URI, &text);
+    let first = inline_text(&inline_completion(&mut client, URI, line, col));
+    assert!(!first.is_empty());
+    client.notifications.clear();
+    let settings = |completion: Value| json!({"settings": {"ghostline": {"model": {"path": model()}, "completion": completion}}});
+
+    client.notify("workspace/didChangeConfiguration", settings(json!({"enabled": false})));
+    let off = inline_completion(&mut client, URI, line, col);
+    assert!(off.get("error").is_none() && off["result"].is_null(), "disabled, yet: {off}");
+
+    client.notify("workspace/didChangeConfiguration", settings(json!({"enabled": true})));
+    assert_eq!(inline_text(&inline_completion(&mut client, URI, line, col)), first);
+    // Answered from the model thread's suggestion cache: the same thread, not a reloaded one.
+    assert_eq!(last_timings(&mut client)["timings"]["cache"], "prompt", "the model was reloaded");
+
+    client.notify("workspace/didChangeConfiguration", settings(json!({"linesBefore": 4, "linesAfter": 2, "typedAhead": false})));
+    assert!(!inline_text(&inline_completion(&mut client, URI, line, col)).is_empty());
+
+    // A reload would have reported itself by now (the completions above waited for it).
+    let late = client.wait_notification("window/logMessage", Duration::from_secs(2), |p| {
+        p["message"].as_str().is_some_and(|m| m.contains("model ready"))
+    });
+    assert!(late.is_err(), "model reloaded: {late:?}");
+    assert_eq!(load_reports(&client), Vec::<Value>::new(), "model reloaded");
+
+    // A different model file (the same bytes behind another name) is a reload, reported.
+    let dir = std::env::temp_dir().join(format!("ghostline-e2e-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let other = dir.join("other.gguf");
+    let _ = std::fs::remove_file(&other);
+    std::os::unix::fs::symlink(model(), &other).unwrap();
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"model": {"path": other}}}));
+    wait_ready(&mut client);
+    let reports = load_reports(&client);
+    assert!(reports.iter().any(|n| n["params"]["value"]["kind"] == "begin"), "{reports:?}");
+    let ready = client.wait_notification("window/logMessage", TIMEOUT, |p| p["message"].as_str().is_some_and(|m| m.contains("model ready"))).unwrap();
+    assert!(ready["params"]["message"].as_str().unwrap().contains("other.gguf"), "{ready}");
+    assert!(!inline_text(&inline_completion(&mut client, URI, line, col)).is_empty());
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -156,6 +156,20 @@ impl Backend {
         }
     }
 
+    /// Completion settings the model thread does not fix at start: a new engine on the same
+    /// model, no reload. With no engine (the model kept stopping), a settings change starts it.
+    fn apply_completion_settings(&self) {
+        let completion = self.config.read().unwrap_or_else(PoisonError::into_inner).completion.clone();
+        let mut slot = self.engine.write().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_ref() {
+            Some(engine) => *slot = Some(Arc::new(engine.with_config(completion))),
+            None => {
+                drop(slot);
+                self.start_model(true);
+            }
+        }
+    }
+
     fn report_model_status(&self) {
         if let Some(engine) = self.engine() {
             let progress = *self.work_done_progress.read().unwrap_or_else(PoisonError::into_inner);
@@ -283,6 +297,27 @@ impl Backend {
                 Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.to_string().into(), data: None })
             }
         }
+    }
+}
+
+/// What a settings change asks of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SettingsChange {
+    /// `model.*` or the sampling the model thread fixes at start: load the model again.
+    Model,
+    /// Other completion settings (read per request): swap them in, keep the model.
+    Completion,
+    /// Nothing the engine uses (cloud, actions, privacy…: read where they are used).
+    Other,
+}
+
+fn settings_change(old: &Config, new: &Config) -> SettingsChange {
+    if old.model != new.model || Sampling::from(&old.completion) != Sampling::from(&new.completion) {
+        SettingsChange::Model
+    } else if old.completion != new.completion {
+        SettingsChange::Completion
+    } else {
+        SettingsChange::Other
     }
 }
 
@@ -486,14 +521,16 @@ impl LanguageServer for Backend {
         contained_notification("workspace/didChangeConfiguration", async move {
             match self.read_settings(&params.settings) {
                 Ok(new) => {
-                    let restart = {
+                    let change = {
                         let mut config = self.config.write().unwrap_or_else(PoisonError::into_inner);
-                        let restart = config.model != new.model || config.completion != new.completion;
+                        let change = settings_change(&config, &new);
                         *config = new;
-                        restart
+                        change
                     };
-                    if restart {
-                        self.start_model(true);
+                    match change {
+                        SettingsChange::Model => self.start_model(true),
+                        SettingsChange::Completion => self.apply_completion_settings(),
+                        SettingsChange::Other => {}
                     }
                 }
                 Err(message) => {
@@ -591,4 +628,29 @@ fn escape_snippet(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_model_and_sampling_settings_reload_the_model() {
+        let base = config::Options::default().resolve(Some("a.gguf".into()));
+        let with = |edit: &dyn Fn(&mut Config)| {
+            let mut c = base.clone();
+            edit(&mut c);
+            settings_change(&base, &c)
+        };
+        assert_eq!(with(&|_| {}), SettingsChange::Other);
+        assert_eq!(with(&|c| c.completion.enabled = false), SettingsChange::Completion);
+        assert_eq!(with(&|c| c.completion.max_tokens = 3), SettingsChange::Completion);
+        assert_eq!(with(&|c| c.completion.lines_before = 3), SettingsChange::Completion);
+        assert_eq!(with(&|c| c.completion.typed_ahead = false), SettingsChange::Completion);
+        assert_eq!(with(&|c| c.completion.repeat_penalty = 1.3), SettingsChange::Model);
+        assert_eq!(with(&|c| c.completion.repeat_last_n = 8), SettingsChange::Model);
+        assert_eq!(with(&|c| c.model.path = Some("b.gguf".into())), SettingsChange::Model);
+        assert_eq!(with(&|c| c.model.threads += 1), SettingsChange::Model);
+        assert_eq!(with(&|c| c.offline = !c.offline), SettingsChange::Other);
+    }
 }

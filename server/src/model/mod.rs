@@ -190,8 +190,8 @@ impl fmt::Debug for ChatRequest {
     }
 }
 
-/// Sampling settings fixed for the life of a model thread.
-#[derive(Debug, Clone, Copy)]
+/// Sampling settings fixed for the life of a model thread: changing them starts a new one.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sampling {
     pub repeat_penalty: f32,
     pub repeat_last_n: u32,
