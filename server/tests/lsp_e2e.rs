@@ -309,3 +309,29 @@ fn completion_settings_change_without_reloading_the_model() {
     assert!(client.shutdown(TIMEOUT).unwrap().success());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An editor that auto-closes brackets and quotes leaves `print("|")`; the test model writes
+/// the closers again (`…".format(name))`, `x) for x in rows]`). The suggestion comes without
+/// them, and the line it makes parses.
+#[test]
+fn auto_closed_brackets_get_a_suggestion_without_the_closers() {
+    let (mut client, _) = ready_server(json!({}));
+    let spec = ghostline::syntax::by_language_id("python").unwrap();
+    for (n, (doc, line, col)) in [
+        ("def f(name):\n    print(\"\")\n", 1, 11),
+        ("def f(rows):\n    out = [str()]\n    return out\n", 1, 15),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let uri = format!("file:///project/closers{n}.py");
+        open(&mut client, &uri, doc);
+        let suggestion = inline_text(&inline_completion(&mut client, &uri, line, col));
+        assert!(!suggestion.is_empty(), "no suggestion in {doc:?}");
+        let lines: Vec<&str> = doc.split('\n').collect();
+        let (before, after) = lines[line as usize].split_at(col as usize);
+        let edited = doc.replacen(lines[line as usize], &format!("{before}{suggestion}{after}"), 1);
+        assert_eq!(ghostline::syntax::error_count(&spec.parse(&edited)), 0, "{edited}");
+    }
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}

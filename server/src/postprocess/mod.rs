@@ -4,6 +4,7 @@
 //! token to stop generating as early as possible; [`StopRule::finish`] then trims the result,
 //! and [`syntax::keep_if_parse_not_worse`] checks it against the file's syntax tree.
 
+pub mod closers;
 pub mod syntax;
 
 /// How much text a suggestion may span, decided from the cursor's surroundings.
@@ -78,25 +79,13 @@ impl StopRule {
     }
 
     /// The final suggestion: lead removed, cut at the stop point, trailing whitespace removed,
-    /// and text the line already has after the cursor not repeated.
+    /// and closers the line already has after the cursor not repeated ([`closers::trim`]).
     pub fn finish(&self, text: &str) -> String {
         let Some(text) = text.strip_prefix(self.lead.as_str()) else {
             return String::new();
         };
         let end = self.cut(text, true).unwrap_or(text.len());
-        let mut out = text[..end].trim_end().to_owned();
-        if self.mode == Mode::SingleLine {
-            let tail = self.line_after.trim_end();
-            // The longest end of `out` that the line already has right after the cursor.
-            if let Some(k) = (1..=tail.len().min(out.len()))
-                .rev()
-                .find(|&k| tail.is_char_boundary(k) && out.ends_with(&tail[..k]))
-            {
-                out.truncate(out.len() - k);
-                out.truncate(out.trim_end().len());
-            }
-        }
-        out
+        closers::trim(text[..end].trim_end(), &self.line_after)
     }
 
     /// The byte length to keep, if `text` must stop. `at_end` treats the last line as complete.

@@ -60,4 +60,33 @@ mod tests {
         let doc = "fn main() {\n    let v = vec![1, 2|;\n}\n";
         assert_eq!(guard("rust", doc, ", 3]"), ", 3]");
     }
+
+    /// The engine's order: the stop rule finishes the raw generation, then the guard judges it.
+    fn finish_and_guard(lang: &str, doc: &str, raw: &str) -> String {
+        let at = doc.find('|').unwrap();
+        let line_start = doc[..at].rfind('\n').map_or(0, |i| i + 1);
+        let rule = crate::postprocess::StopRule::for_cursor(&doc[line_start..at], &doc[at + 1..]);
+        guard(lang, doc, &rule.finish(raw))
+    }
+
+    /// An editor auto-closed the bracket or quote; a prefix-only model closes it again. The
+    /// suggestion loses the duplicate instead of being dropped for a worse parse.
+    #[test]
+    fn auto_closed_brackets_keep_the_suggestion() {
+        for (lang, doc, raw, expected) in [
+            // raw generations of the test model (SmolLM2-135M) at these cursors
+            ("python", "def f(name):\n    print(\"|\")\n", "Hello, my name is {}.{}\".format(name))", "Hello, my name is {}.{}"),
+            ("python", "def f(rows):\n    out = [str(|)]\n    return out\n", "x) for x in rows]", "x"),
+            ("python", "def f(xs):\n    total = sum(|)\n", "x for x in xs if isinstance(x, list))", "x for x in xs if isinstance(x, list)"),
+            ("python", "def f(xs):\n    if any(|)\n", "x > 0 for x in xs):\n        return 1", "x > 0 for x in xs"),
+            ("python", "def f(xs):\n    total = sum(|)\n", "len(xs)", "len(xs)"),
+            ("javascript", "function f(x) {\n  console.log(|)\n}\n", "`${x} = ${x * 2})`);", "`${x} = ${x * 2})`"),
+            ("javascript", "function f() {\n  const m = {|};\n}\n", "a: [1, 2] };", "a: [1, 2]"),
+            ("rust", "fn main() {\n    let v = vec![|];\n}\n", "0];", "0"),
+            ("rust", "fn main() {\n    let n = f(g(|));\n}\n", "x), y);", "x"),
+            ("rust", "fn main() {\n    let s = String::from(|);\n}\n", "\"hi\");", "\"hi\""),
+        ] {
+            assert_eq!(finish_and_guard(lang, doc, raw), expected, "{doc:?} ← {raw:?}");
+        }
+    }
 }
