@@ -365,14 +365,35 @@ impl<'m> Worker<'m> {
             return Ok(Generation { text, timings });
         }
 
-        let reused = self.prefill(&prompt, &request.cancel).map_err(|e| match e {
+        let stop = |text: &str| request.stop.check(text);
+        let text = self.prefill_and_decode(&prompt, &request.cancel, max_tokens, &stop, true, start, &mut timings)?;
+        self.suggestions.put(key, (text.clone(), timings.generated_tokens));
+        Ok(Generation { text, timings })
+    }
+
+    /// The shared generation loop of completions and chats: brings the KV cache to `prompt`
+    /// (in `n_batch` chunks, checking `cancel`), then generates greedily (repetition penalty,
+    /// no randomness) until an end-of-generation token (with `fim_stops`, also the FIM pad,
+    /// repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
+    /// context. Fills `timings` but for the prompt fields; returns the text kept.
+    fn prefill_and_decode(
+        &mut self,
+        prompt: &[LlamaToken],
+        cancel: &super::CancelFlag,
+        max_tokens: usize,
+        stop: &dyn Fn(&str) -> Option<usize>,
+        fim_stops: bool,
+        start: Instant,
+        timings: &mut Timings,
+    ) -> Result<String, GenerateError> {
+        let n_ctx = self.ctx.n_ctx() as usize;
+        let reused = self.prefill(prompt, cancel).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,
             PrefillError::Decode(m) => GenerateError::Failed(m),
         })?;
         timings.reused_tokens = reused;
         timings.prefill_tokens = prompt.len() - reused;
 
-        // Greedy with a repetition penalty over the generated tokens: no randomness anywhere.
         let mut sampler = LlamaSampler::chain_simple([
             LlamaSampler::penalties(
                 self.model.n_vocab(),
@@ -385,24 +406,22 @@ impl<'m> Worker<'m> {
         ]);
         let vocab = self.model.vocab();
         let mut bytes = Vec::new();
-        let mut text_len = 0;
+        let mut cut = None;
         let mut logits_at = self.batch.n_tokens() - 1;
         let mut first_token_at = None;
         for _ in 0..max_tokens {
-            if request.cancel.is_cancelled() {
+            if cancel.is_cancelled() {
                 return Err(GenerateError::Cancelled);
             }
             let token = sampler.sample(&self.ctx, logits_at);
             first_token_at.get_or_insert_with(Instant::now);
-            if vocab.is_eog(token) || self.extra_stops.contains(&token.0) {
+            if vocab.is_eog(token) || (fim_stops && self.extra_stops.contains(&token.0)) {
                 break;
             }
             timings.generated_tokens += 1;
             vocab.token_to_piece_into(token, &mut bytes, false, None);
-            let text = valid_utf8_prefix(&bytes);
-            text_len = text.len();
-            if let Some(cut) = request.stop.check(text) {
-                text_len = cut;
+            if let Some(at) = stop(valid_utf8_prefix(&bytes)) {
+                cut = Some(at);
                 break;
             }
             if self.cached.len() + 1 >= n_ctx {
@@ -423,9 +442,8 @@ impl<'m> Worker<'m> {
         if timings.generated_tokens > 1 {
             timings.decode_tokens_per_s = (timings.generated_tokens - 1) as f64 / (end - first).as_secs_f64().max(1e-9);
         }
-        let text = valid_utf8_prefix(&bytes)[..text_len].to_owned();
-        self.suggestions.put(key, (text.clone(), timings.generated_tokens));
-        Ok(Generation { text, timings })
+        let all = valid_utf8_prefix(&bytes);
+        Ok(all[..cut.unwrap_or(all.len()).min(all.len())].to_owned())
     }
 
     /// Brings the KV cache to exactly `prompt`, decoding only what differs from what is cached,
