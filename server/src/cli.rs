@@ -147,6 +147,10 @@ enum Command {
         /// Also write an SVG chart of latency per request.
         #[arg(long)]
         svg: Option<PathBuf>,
+        /// Instead of the latency report: N completions through one server, looping over the
+        /// traces, with its memory sampled; reports the growth after a warm-up (target ≤ 1 %).
+        #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg"])]
+        soak: Option<usize>,
     },
 }
 
@@ -209,7 +213,24 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg } => {
+        Command::Bench { soak: Some(completions), traces, json, model, threads, .. } => {
+            match crate::bench::soak::run(crate::bench::soak::Options { traces, completions, model, threads }) {
+                Ok(report) => {
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&report).expect("serializable report"));
+                    } else {
+                        crate::bench::soak::print_text(&report);
+                    }
+                    // A crash fails the command; the growth is a figure, stated as PASS/FAIL.
+                    if report.crashes == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                }
+                Err(message) => {
+                    eprintln!("ghostline bench: {message}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, .. } => {
             let options = crate::bench::Options { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg };
             match crate::bench::run(options) {
                 Ok(report) => {

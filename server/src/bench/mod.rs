@@ -25,6 +25,8 @@ use serde_json::{json, Value};
 use crate::config;
 use crate::typing::{self, TypedDoc};
 
+pub mod soak;
+
 /// Fixed conditions of every run (ghostline's defaults, stated in the output).
 const CONTEXT_SIZE: u32 = 4096;
 const BATCH_SIZE: u32 = 512;
