@@ -18,12 +18,7 @@ fn vscode_style_inline_completion_is_non_empty_and_deterministic() {
     assert_eq!(init["capabilities"]["textDocumentSync"]["change"], 2, "incremental sync");
 
     // The model load was reported as $/progress: begin … end.
-    let kinds: Vec<String> = client
-        .notifications
-        .iter()
-        .filter(|n| n["method"] == "$/progress")
-        .map(|n| n["params"]["value"]["kind"].as_str().unwrap_or("").to_owned())
-        .collect();
+    let kinds = progress_kinds(&client);
     assert_eq!(kinds.first().map(String::as_str), Some("begin"), "{kinds:?}");
     assert_eq!(kinds.last().map(String::as_str), Some("end"), "{kinds:?}");
 
@@ -185,8 +180,7 @@ fn bad_model_path_is_reported_and_server_stays_up() {
 /// A truncated GGUF reaches llama.cpp, which refuses it; the user hears why.
 #[test]
 fn truncated_model_is_reported() {
-    let dir = std::env::temp_dir().join(format!("ghostline-e2e-trunc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("e2e-trunc");
     let truncated = dir.join("truncated.gguf");
     let bytes = std::fs::read(model()).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 3]).unwrap();
@@ -242,20 +236,6 @@ fn configuration_change_applies() {
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
 
-/// What the server said about loading a model since the last `notifications.clear()`: `$/progress`
-/// notifications and "model ready" log lines.
-fn load_reports(client: &ghostline::stdio_client::StdioClient) -> Vec<Value> {
-    client
-        .notifications
-        .iter()
-        .filter(|n| {
-            n["method"] == "$/progress"
-                || (n["method"] == "window/logMessage" && n["params"]["message"].as_str().is_some_and(|m| m.contains("model ready")))
-        })
-        .cloned()
-        .collect()
-}
-
 fn last_timings(client: &mut ghostline::stdio_client::StdioClient) -> Value {
     let r = client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap();
     r["result"].clone()
@@ -291,18 +271,17 @@ fn completion_settings_change_without_reloading_the_model() {
         p["message"].as_str().is_some_and(|m| m.contains("model ready"))
     });
     assert!(late.is_err(), "model reloaded: {late:?}");
-    assert_eq!(load_reports(&client), Vec::<Value>::new(), "model reloaded");
+    assert_eq!(progress_kinds(&client), Vec::<String>::new(), "model reloaded");
+    assert!(!log_messages(&client).iter().any(|m| m.contains("model ready")), "model reloaded");
 
     // A different model file (the same bytes behind another name) is a reload, reported.
-    let dir = std::env::temp_dir().join(format!("ghostline-e2e-reload-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("e2e-reload");
     let other = dir.join("other.gguf");
-    let _ = std::fs::remove_file(&other);
     std::os::unix::fs::symlink(model(), &other).unwrap();
     client.notify("workspace/didChangeConfiguration", json!({"settings": {"model": {"path": other}}}));
     wait_ready(&mut client);
-    let reports = load_reports(&client);
-    assert!(reports.iter().any(|n| n["params"]["value"]["kind"] == "begin"), "{reports:?}");
+    let kinds = progress_kinds(&client);
+    assert!(kinds.iter().any(|k| k == "begin"), "{kinds:?}");
     let ready = client.wait_notification("window/logMessage", TIMEOUT, |p| p["message"].as_str().is_some_and(|m| m.contains("model ready"))).unwrap();
     assert!(ready["params"]["message"].as_str().unwrap().contains("other.gguf"), "{ready}");
     assert!(!inline_text(&inline_completion(&mut client, URI, line, col)).is_empty());

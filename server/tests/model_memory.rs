@@ -83,13 +83,6 @@ fn isolated_env(home: &Path) -> Vec<(&'static str, String)> {
     env
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ghostline-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Hard link (same file system) or copy.
 fn place(src: &Path, dst: &Path) {
     std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
@@ -374,15 +367,6 @@ fn suggest(client: &mut StdioClient) -> String {
     inline_text(&response)
 }
 
-fn log_messages(client: &StdioClient) -> Vec<String> {
-    client
-        .notifications
-        .iter()
-        .filter(|n| n["method"] == "window/logMessage" || n["method"] == "window/showMessage")
-        .map(|n| n["params"]["message"].as_str().unwrap_or("").to_owned())
-        .collect()
-}
-
 #[test]
 fn the_server_discovers_a_model_and_completes_with_a_budget_chosen_context() {
     let home = fake_home("lsp-discover");
@@ -429,12 +413,7 @@ fn keep_alive_unloads_the_idle_model_and_the_next_request_reloads_it() {
     let again = suggest(&mut client);
     assert_eq!(again, first);
     wait_ready(&mut client);
-    let kinds: Vec<String> = client
-        .notifications
-        .iter()
-        .filter(|n| n["method"] == "$/progress")
-        .map(|n| n["params"]["value"]["kind"].as_str().unwrap_or("").to_owned())
-        .collect();
+    let kinds = progress_kinds(&client);
     assert_eq!(kinds.first().map(String::as_str), Some("begin"), "{kinds:?}");
     assert_eq!(kinds.last().map(String::as_str), Some("end"), "{kinds:?}");
     assert!(log_messages(&client).iter().filter(|m| m.contains("model ready")).count() == 1);

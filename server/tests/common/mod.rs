@@ -116,3 +116,31 @@ pub fn inline_text(response: &Value) -> String {
     assert!(response.get("error").is_none(), "request failed: {response}");
     response["result"]["items"][0]["insertText"].as_str().unwrap_or("").to_owned()
 }
+
+/// A fresh, empty folder in the system's temporary folder, named after `name` and this process.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ghostline-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The kinds (`begin`, `report`, `end`) of the `$/progress` notifications received so far.
+pub fn progress_kinds(client: &StdioClient) -> Vec<String> {
+    client
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "$/progress")
+        .map(|n| n["params"]["value"]["kind"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// The texts of the `window/logMessage` and `window/showMessage` notifications received so far.
+pub fn log_messages(client: &StdioClient) -> Vec<String> {
+    client
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "window/logMessage" || n["method"] == "window/showMessage")
+        .map(|n| n["params"]["message"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
