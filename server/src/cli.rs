@@ -147,11 +147,42 @@ enum Command {
         /// Also write an SVG chart of latency per request.
         #[arg(long)]
         svg: Option<PathBuf>,
+        /// Also write the JSON report (every sample) to this file, whichever is printed.
+        #[arg(long)]
+        save: Option<PathBuf>,
+        /// Instead of the traces: time cold prompts of these sizes in tokens (e.g. 256,1024,2048),
+        /// with their prefill and decode rates and the floor; `--runs` samples per size.
+        #[arg(long, value_delimiter = ',')]
+        cold_sizes: Vec<u32>,
         /// Instead of the latency report: N completions through one server, looping over the
         /// traces, with its memory sampled; reports the growth after a warm-up (target ≤ 1 %).
-        #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg"])]
+        #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg", "cold_sizes"])]
         soak: Option<usize>,
     },
+}
+
+/// Prints a bench report as a table or JSON, and saves its JSON when asked.
+fn report<R: serde::Serialize>(result: Result<R, String>, json: bool, save: Option<PathBuf>, table: fn(&R)) -> ExitCode {
+    let report = match result {
+        Ok(report) => report,
+        Err(message) => {
+            eprintln!("ghostline bench: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = serde_json::to_string_pretty(&report).expect("serializable report");
+    if json {
+        println!("{text}");
+    } else {
+        table(&report);
+    }
+    if let Some(path) = save {
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("ghostline bench: cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 pub fn main() -> ExitCode {
@@ -230,21 +261,12 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, .. } => {
-            let options = crate::bench::Options { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg };
-            match crate::bench::run(options) {
-                Ok(report) => {
-                    if json {
-                        println!("{}", serde_json::to_string_pretty(&report).expect("serializable report"));
-                    } else {
-                        crate::bench::print_text(&report);
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(message) => {
-                    eprintln!("ghostline bench: {message}");
-                    ExitCode::FAILURE
-                }
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, .. } => {
+            let options = crate::bench::Options { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes };
+            if options.cold_sizes.is_empty() {
+                report(crate::bench::run(options), json, save, crate::bench::print_text)
+            } else {
+                report(crate::bench::run_sizes(&options), json, save, crate::bench::sizes::print_text)
             }
         }
         Command::Doctor { model, settings, memory_budget_mb, context_size, threads, no_load, json } => {

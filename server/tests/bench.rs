@@ -126,3 +126,41 @@ fn bench_replays_the_same_requests_against_llama_server() {
     let measured = t["targets"].as_array().unwrap().iter().filter(|x| !x["met"].is_null()).count();
     assert!(measured >= 3, "{}", t["targets"]);
 }
+
+/// `--cold-sizes`: cold prompts of stated sizes on the model thread, each sample with no KV entry
+/// to reuse, a fixed number of decoded tokens, and llama-server given the same prompt ids.
+#[test]
+fn cold_sizes_time_prompts_of_each_size_against_llama_server() {
+    let bin = std::env::var("GHOSTLINE_LLAMA_SERVER")
+        .expect("GHOSTLINE_LLAMA_SERVER must name llama-server: run scripts/test.sh (scripts/llama-server.sh builds it)");
+    let root = fixture("").parent().unwrap().to_path_buf();
+    let out = Command::new(binary())
+        .current_dir(&root)
+        .args(["bench", "--json", "--cold-sizes", "64,160", "--runs", "1", "--threads", "2", "--model"])
+        .arg(model())
+        .args(["--peer", "llama-server", "--peer-bin", &bin])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["backend"], "CPU");
+    let sizes = report["sizes"].as_array().unwrap();
+    assert_eq!(sizes.iter().map(|s| s["size"].as_u64().unwrap()).collect::<Vec<_>>(), [64, 160]);
+    for s in sizes {
+        let size = s["size"].as_u64().unwrap();
+        let samples = s["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 1, "the discarded first sample is not reported: {s}");
+        for x in samples {
+            let prompt = x["prompt_tokens"].as_u64().unwrap();
+            assert!(prompt <= size && prompt >= size / 2, "prompt of {prompt} tokens for size {size}");
+            assert!(x["reused_tokens"].as_u64().unwrap() <= 8, "a cold prompt reuses nothing but BOS: {x}");
+            assert_eq!(x["generated_tokens"], 32, "the text never stops a sample: {x}");
+            positive(&x["ttft_ms"], "ttft_ms");
+            positive(&x["peer_prompt_ms"], "peer_prompt_ms");
+            positive(&x["peer_decode_tokens_per_s"], "peer decode rate");
+        }
+        positive(&s["floor_ms"], "floor");
+        positive(&s["cold_ttft_ratio"], "cold TTFT ratio");
+        positive(&s["decode_ratio"], "decode ratio");
+    }
+}

@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use crate::config;
 use crate::typing::{self, TypedDoc};
 
+pub mod sizes;
 pub mod soak;
 
 /// Fixed conditions of every run (ghostline's defaults, stated in the output).
@@ -49,6 +50,8 @@ pub struct Options {
     pub threads: Option<u32>,
     /// Where to write an SVG chart of latency per request.
     pub svg: Option<PathBuf>,
+    /// Instead of the traces: cold prompts of these sizes (tokens), see `sizes`.
+    pub cold_sizes: Vec<u32>,
 }
 
 /// A recorded typing session (see fixtures/traces/README.md).
@@ -231,6 +234,19 @@ pub struct Conditions {
 pub struct Report {
     pub conditions: Conditions,
     pub traces: Vec<TraceReport>,
+}
+
+/// `--cold-sizes`: cold prompts by size, against llama-server when `--peer` says so.
+pub fn run_sizes(opts: &Options) -> Result<sizes::SizesReport, String> {
+    let model = opts.model.clone().or_else(config::env_model).ok_or_else(|| format!("no model: pass --model or set {}", config::MODEL_ENV))?;
+    let model = model.canonicalize().map_err(|e| format!("model {}: {e}", model.display()))?;
+    let threads = opts.threads.filter(|&t| t > 0).unwrap_or_else(config::default_threads);
+    let peer = match opts.peer.as_deref() {
+        None => None,
+        Some("llama-server") => Some((find_peer(opts.peer_bin.clone())?, opts.peer_args.clone())),
+        Some(other) => return Err(format!("unknown peer {other:?}: the only peer is llama-server")),
+    };
+    sizes::run(&opts.cold_sizes, opts.runs.max(1), &model, threads, peer)
 }
 
 pub fn run(opts: Options) -> Result<Report, String> {
@@ -471,7 +487,18 @@ fn machine() -> String {
         .ok()
         .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok()))
         .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
-    format!("{cpu}, {cores} cores available, {mem_gib:.0} GiB, no GPU used")
+    let gpu = match crate::model::backend::gpu_backend() {
+        None => "no GPU used".to_owned(),
+        Some(backend) => {
+            let gpus: Vec<String> = crate::model::backend::devices()
+                .into_iter()
+                .filter(|d| d.gpu)
+                .map(|d| format!("{} ({:.0} GiB)", d.description, d.memory_total as f64 / (1u64 << 30) as f64))
+                .collect();
+            format!("GPU through {backend}: {}", if gpus.is_empty() { "none found".to_owned() } else { gpus.join(", ") })
+        }
+    };
+    format!("{cpu}, {cores} cores available, {mem_gib:.0} GiB, {gpu}")
 }
 
 // ----- the peer: llama.cpp's llama-server on a loopback port -----

