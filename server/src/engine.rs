@@ -68,8 +68,11 @@ impl Engine {
         if let Some(s) = self.typed_ahead(input) {
             return Ok(s);
         }
+        let started = std::time::Instant::now();
         let request = self.request(input, cancel);
-        let suggestion = self.run(input, request).await?;
+        let context_ms = started.elapsed().as_secs_f64() * 1e3;
+        let mut suggestion = self.run(input, request).await?;
+        suggestion.timings.context_ms = context_ms;
         if self.config.typed_ahead && !suggestion.text.is_empty() {
             let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
             *self.last.lock().unwrap() = Some(Shown {
@@ -112,11 +115,14 @@ impl Engine {
         if crate::config::log_code() {
             tracing::trace!(raw = ?generation.text, "generated");
         }
+        let started = std::time::Instant::now();
         let mut text = stop.finish(&generation.text);
         if let Some((spec, tree)) = input.syntax {
             text = postprocess::syntax::keep_if_parse_not_worse(spec, tree, input.text, input.cursor, &text);
         }
-        Ok(Suggestion { text, timings: generation.timings, strategy })
+        let mut timings = generation.timings;
+        timings.postprocess_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(Suggestion { text, timings, strategy })
     }
 
     /// The request the model thread gets for this cursor.

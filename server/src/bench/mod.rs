@@ -105,6 +105,11 @@ pub struct ServerFigures {
     /// Prompt tokens decoded for this request: the tokens re-decoded after the keystrokes.
     pub prefill_tokens: usize,
     pub ttft_ms: f64,
+    /// Of `ttft_ms`: building the prompt (fit, tokenize, assemble) before any decode.
+    pub build_ms: f64,
+    /// Outside the model thread: the engine's context building and post-processing.
+    pub context_ms: f64,
+    pub postprocess_ms: f64,
     pub generated_tokens: usize,
     pub decode_tokens_per_s: f64,
     pub total_ms: f64,
@@ -208,7 +213,24 @@ pub struct TraceReport {
     pub targets: Vec<Target>,
     /// Requests of the peer whose text contained ghostline's suggestion, of those compared.
     pub same_text: Option<(usize, usize)>,
+    /// Where ghostline's time goes, medians over the requests after the first that called the
+    /// model (milliseconds).
+    pub breakdown: Breakdown,
     pub samples: Vec<Sample>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Breakdown {
+    /// The engine's context building (scope, outline, stop rule), before the model thread.
+    pub context_ms: Option<f64>,
+    /// On the model thread: the prompt (fit, tokenize, assemble), then to the first token
+    /// (prefill of the changed tail, first sample), then the whole generation.
+    pub build_ms: Option<f64>,
+    pub ttft_ms: Option<f64>,
+    pub model_total_ms: Option<f64>,
+    pub postprocess_ms: Option<f64>,
+    /// The rest of the client-side latency: LSP transport, (de)serialisation, scheduling.
+    pub outside_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -451,6 +473,9 @@ fn server_figures(t: &Value) -> ServerFigures {
         reused_tokens: n("reused_tokens"),
         prefill_tokens: n("prefill_tokens"),
         ttft_ms: f("ttft_ms"),
+        build_ms: f("build_ms"),
+        context_ms: f("context_ms"),
+        postprocess_ms: f("postprocess_ms"),
         generated_tokens: n("generated_tokens"),
         decode_tokens_per_s: f("decode_tokens_per_s"),
         total_ms: f("total_ms"),
@@ -764,6 +789,16 @@ fn summarize(
     let compared: Vec<bool> =
         samples.iter().filter(|s| !s.suggestion.trim().is_empty()).filter_map(|s| s.peer.as_ref().map(|p| p.same_text)).collect();
     let same_text = with_peer.then(|| (compared.iter().filter(|&&b| b).count(), compared.len()));
+    let model_calls: Vec<(&Sample, &ServerFigures)> = samples.iter().filter(warm).filter_map(|s| s.server.as_ref().map(|f| (s, f))).collect();
+    let median = |f: &dyn Fn(&(&Sample, &ServerFigures)) -> f64| Stat::of(model_calls.iter().map(f)).map(|s| s.p50);
+    let breakdown = Breakdown {
+        context_ms: median(&|(_, f)| f.context_ms),
+        build_ms: median(&|(_, f)| f.build_ms),
+        ttft_ms: median(&|(_, f)| f.ttft_ms),
+        model_total_ms: median(&|(_, f)| f.total_ms),
+        postprocess_ms: median(&|(_, f)| f.postprocess_ms),
+        outside_ms: median(&|(s, f)| s.latency_ms - f.context_ms - f.total_ms - f.postprocess_ms),
+    };
     TraceReport {
         name: trace.name.clone(),
         description: trace.description.clone(),
@@ -779,6 +814,7 @@ fn summarize(
         floor_ms,
         targets,
         same_text,
+        breakdown,
         samples,
     }
 }
@@ -887,6 +923,17 @@ pub fn print_text(report: &Report) {
         println!(
             "  floor: one forward pass of one token at this context ≈ {} ms (1 / ghostline's decode rate)",
             fmt1(t.floor_ms)
+        );
+        let b = &t.breakdown;
+        println!(
+            "  ghostline's time, medians of requests with a model call: context {} ms, then on the model thread prompt build {} ms, \
+             to first token {} ms (build included), whole generation {} ms; post-processing {} ms; LSP and the rest {} ms",
+            fmt1(b.context_ms),
+            fmt1(b.build_ms),
+            fmt1(b.ttft_ms),
+            fmt1(b.model_total_ms),
+            fmt1(b.postprocess_ms),
+            fmt1(b.outside_ms)
         );
         if let Some((same, of)) = t.same_text {
             println!("  same output: llama-server's text contains ghostline's suggestion in {same} of {of} requests");

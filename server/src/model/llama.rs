@@ -17,6 +17,9 @@ use llama_cpp_2::token::LlamaToken;
 use tokio::sync::watch;
 
 use super::cache::Lru;
+
+/// Lines whose token counts are remembered, at most (then the memo starts again).
+const LINE_COUNTS: usize = 50_000;
 use super::{check_model_file, CacheHit, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
 use crate::config::ModelConfig;
 use crate::prompt::{self, PromptFormat, Token};
@@ -243,6 +246,12 @@ struct Worker<'m> {
     cached: Vec<LlamaToken>,
     /// Generated text by prompt (tokens, stop rule and token cap hashed together).
     suggestions: Lru<u64, (String, usize)>,
+    /// Token counts of single lines (by hash), for fitting the context to the budget: between
+    /// two keystrokes only the cursor's line changes, so each request tokenizes one short line
+    /// here instead of the whole context several times over.
+    line_counts: std::cell::RefCell<std::collections::HashMap<u64, usize>>,
+    /// The last outline and its tokens: the outline seldom changes between keystrokes.
+    outline_tokens: (String, Vec<Token>),
     batch: LlamaBatch<'static>,
     n_batch: usize,
     sampling: Sampling,
@@ -296,6 +305,8 @@ impl<'m> Worker<'m> {
             extra_stops,
             cached: Vec::new(),
             suggestions: Lru::new(SUGGESTION_CACHE),
+            line_counts: Default::default(),
+            outline_tokens: Default::default(),
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
             sampling,
@@ -321,6 +332,30 @@ impl<'m> Worker<'m> {
         self.model.vocab().tokenize(text.as_bytes(), false, false)
     }
 
+    /// Tokens of `text` for the budget: the sum of its lines' counts, each line tokenized once
+    /// and remembered. Tokenizing lines apart never merges across a line break, so the sum is at
+    /// least the whole text's count in practice; `PromptFormat::assemble` trims any excess.
+    fn count_tokens(&self, text: &str) -> usize {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        type Hasher = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+        let mut counts = self.line_counts.borrow_mut();
+        if counts.len() > LINE_COUNTS {
+            counts.clear();
+        }
+        text.split_inclusive('\n')
+            .map(|line| *counts.entry(Hasher::default().hash_one(line)).or_insert_with(|| self.tokenize(line).len()))
+            .sum()
+    }
+
+    /// The outline's tokens, tokenized again only when it changed.
+    fn outline_tokens(&mut self, outline: &str) -> Vec<Token> {
+        if self.outline_tokens.0 != outline {
+            let tokens = self.tokenize(outline).iter().map(|t| t.0).collect();
+            self.outline_tokens = (outline.to_owned(), tokens);
+        }
+        self.outline_tokens.1.clone()
+    }
+
     fn generate(&mut self, request: &GenerateRequest) -> Result<Generation, GenerateError> {
         let start = Instant::now();
         let mut timings = Timings::default();
@@ -332,14 +367,14 @@ impl<'m> Worker<'m> {
         if !self.format.uses_suffix() {
             context.suffix.clear();
         }
-        let count = |s: &str| self.tokenize(s).len();
+        let count = |s: &str| self.count_tokens(s);
         let parts = crate::context::fit(&context, budget, &count);
         if crate::config::log_code() {
             tracing::trace!(outline = ?parts.outline, prefix = ?parts.prefix, suffix = ?parts.suffix, "prompt parts");
         }
         // The outline is tokenized on its own so that its tokens (and their KV entries) stay
         // identical while the prefix after it changes.
-        let mut prefix: Vec<Token> = self.tokenize(&parts.outline).iter().map(|t| t.0).collect();
+        let mut prefix: Vec<Token> = self.outline_tokens(&parts.outline);
         prefix.extend(self.tokenize(&parts.prefix).iter().map(|t| t.0));
         let suffix: Vec<Token> = self.tokenize(&parts.suffix).iter().map(|t| t.0).collect();
         let prompt: Vec<LlamaToken> =
@@ -349,6 +384,7 @@ impl<'m> Worker<'m> {
         }
         timings.prompt_tokens = prompt.len();
         timings.prompt = prompt.iter().map(|t| t.0).collect();
+        timings.build_ms = start.elapsed().as_secs_f64() * 1e3;
         let key = {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();

@@ -104,6 +104,13 @@ pub struct Timings {
     pub prefill_tokens: usize,
     /// Request start on the model thread to the first generated token.
     pub ttft_ms: f64,
+    /// The part of `ttft_ms` spent building the prompt (fitting the context to the budget with
+    /// the tokenizer, tokenizing, assembling) before any decode.
+    pub build_ms: f64,
+    /// Filled by the engine, outside the model thread: building the context (scope, outline,
+    /// stop rule) before the request went to the model thread, and post-processing after.
+    pub context_ms: f64,
+    pub postprocess_ms: f64,
     pub generated_tokens: usize,
     /// Tokens per second after the first one (0 when fewer than two tokens).
     pub decode_tokens_per_s: f64,
