@@ -386,7 +386,7 @@ pub fn print_text(r: &Report) {
     let mb = |kb: u64| format!("{:.1}", kb as f64 / 1024.0);
     println!("ghostline bench --soak {}", r.requested);
     println!(
-        "  model {} ({}), {} threads, context {}, batch {}, at most {} generated tokens; {}",
+        "  model {}, prompt {}, {} threads, context {}, batch {}, at most {} generated tokens; {}",
         c.model.file_name().map_or_else(|| c.model.display().to_string(), |n| n.to_string_lossy().into_owned()),
         c.prompt_format,
         c.threads,
