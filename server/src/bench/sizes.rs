@@ -28,6 +28,9 @@ pub struct SizeSample {
     pub prompt_tokens: usize,
     pub reused_tokens: usize,
     pub ttft_ms: f64,
+    /// Of `ttft_ms`: fitting, tokenizing and assembling the prompt (llama-server is given the
+    /// token ids and does none of it).
+    pub build_ms: f64,
     pub generated_tokens: usize,
     pub decode_tokens_per_s: f64,
     pub peer_prompt_ms: Option<f64>,
@@ -201,6 +204,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
                 prompt_tokens: t.prompt_tokens,
                 reused_tokens: t.reused_tokens,
                 ttft_ms: t.ttft_ms,
+                build_ms: t.build_ms,
                 generated_tokens: t.generated_tokens,
                 decode_tokens_per_s: t.decode_tokens_per_s,
                 peer_prompt_ms,
