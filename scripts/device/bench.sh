@@ -7,11 +7,13 @@
 # Writes the tables, the JSON reports and the chart under $OUT (or .device/out).
 #
 #   bench.sh smol|gemma [RUNS]
+#   bench.sh smol soak N      the soak instead: N completions through one server, memory sampled
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 d=.device
 which="${1:?smol or gemma}"
 runs="${2:-3}"
+soak="${3:-}"
 out="${OUT:-$d/out}"
 mkdir -p "$out" "$d/models"
 case "$which" in
@@ -39,6 +41,16 @@ echo "$sha  $model" | sha256sum --check
 export LD_LIBRARY_PATH="$d/build/bin"
 ghostline="$d/bin/ghostline"
 server="$d/build/bin/llama-server"
+if [ "$runs" = soak ]; then
+  "$ghostline" bench --model "$model" --threads 8 --soak "${soak:?soak needs N}" --json \
+    > "$out/$which-soak.json" 2> "$out/$which-soak.log" || echo "soak exited with $?"
+  python3 - "$out/$which-soak.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print({k: v for k, v in r.items() if not isinstance(v, (list, dict))})
+PY
+  exit 0
+fi
 peer=(--peer llama-server --peer-bin "$server" --peer-arg=-ngl --peer-arg=999)
 {
   date -u

@@ -2,7 +2,8 @@
 # Runs ON the CUDA machine (see scripts/device/README.md): builds llama.cpp's shared libraries
 # with the CUDA backend, and llama-server, from .device/base/llama-src.tar.xz into
 # .device/build, for Hopper (sm_90; CUDA_ARCHITECTURES overrides). Resumable: a second
-# call continues an interrupted build.
+# call continues an interrupted build. TARGETS (default "llama llama-server") narrows it: the soak
+# needs only "llama".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 d=.device
@@ -19,8 +20,9 @@ if [ ! -f "$d/build/build.ninja" ]; then
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON
 fi
 started=$(date +%s)
-cmake --build "$d/build" -j"$(nproc)" --target llama llama-server
+# shellcheck disable=SC2086
+cmake --build "$d/build" -j"$(nproc)" --target ${TARGETS:-llama llama-server}
 echo "build: $(( $(date +%s) - started )) s"
 [ -f "$d/bin/ghostline" ] || { mkdir -p "$d/bin" && xz -dc "$d/base/ghostline.xz" > "$d/bin/ghostline" && chmod +x "$d/bin/ghostline"; }
 LD_LIBRARY_PATH="$d/build/bin" "$d/bin/ghostline" --version
-LD_LIBRARY_PATH="$d/build/bin" "$d/build/bin/llama-server" --version 2>&1 | tail -3
+[ ! -x "$d/build/bin/llama-server" ] || LD_LIBRARY_PATH="$d/build/bin" "$d/build/bin/llama-server" --version 2>&1 | tail -3
