@@ -260,33 +260,34 @@ pub struct Report {
 
 /// `--cold-sizes`: cold prompts by size, against llama-server when `--peer` says so.
 pub fn run_sizes(opts: &Options) -> Result<sizes::SizesReport, String> {
-    let model = opts.model.clone().or_else(config::env_model).ok_or_else(|| format!("no model: pass --model or set {}", config::MODEL_ENV))?;
-    let model = model.canonicalize().map_err(|e| format!("model {}: {e}", model.display()))?;
-    let threads = opts.threads.filter(|&t| t > 0).unwrap_or_else(config::default_threads);
-    let peer = match opts.peer.as_deref() {
-        None => None,
-        Some("llama-server") => Some((find_peer(opts.peer_bin.clone())?, opts.peer_args.clone())),
-        Some(other) => return Err(format!("unknown peer {other:?}: the only peer is llama-server")),
-    };
+    let (model, threads) = model_and_threads(opts.model.clone(), opts.threads)?;
+    let peer = peer_binary(opts.peer.as_deref(), opts.peer_bin.clone())?.map(|bin| (bin, opts.peer_args.clone()));
     sizes::run(&opts.cold_sizes, opts.runs.max(1), &model, threads, peer)
 }
 
-pub fn run(opts: Options) -> Result<Report, String> {
-    let model = opts
-        .model
-        .clone()
-        .or_else(config::env_model)
-        .ok_or_else(|| format!("no model: pass --model or set {}", config::MODEL_ENV))?;
+/// The model (`--model`, else `$GHOSTLINE_MODEL`) and llama.cpp's threads (`--threads`, else the
+/// physical cores), as every bench mode takes them.
+fn model_and_threads(model: Option<PathBuf>, threads: Option<u32>) -> Result<(PathBuf, u32), String> {
+    let model = model.or_else(config::env_model).ok_or_else(|| format!("no model: pass --model or set {}", config::MODEL_ENV))?;
     let model = model.canonicalize().map_err(|e| format!("model {}: {e}", model.display()))?;
-    let threads = opts.threads.filter(|&t| t > 0).unwrap_or_else(config::default_threads);
+    Ok((model, threads.filter(|&t| t > 0).unwrap_or_else(config::default_threads)))
+}
+
+/// `--peer`: llama-server's binary, or none.
+fn peer_binary(peer: Option<&str>, bin: Option<PathBuf>) -> Result<Option<PathBuf>, String> {
+    match peer {
+        None => Ok(None),
+        Some("llama-server") => find_peer(bin).map(Some),
+        Some(other) => Err(format!("unknown peer {other:?}: the only peer is llama-server")),
+    }
+}
+
+pub fn run(opts: Options) -> Result<Report, String> {
+    let (model, threads) = model_and_threads(opts.model.clone(), opts.threads)?;
     let traces = trace_paths(&opts.traces)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let runs = opts.runs.max(1);
-    let peer_bin = match opts.peer.as_deref() {
-        None => None,
-        Some("llama-server") => Some(find_peer(opts.peer_bin.clone())?),
-        Some(other) => return Err(format!("unknown peer {other:?}: the only peer is llama-server")),
-    };
+    let peer_bin = peer_binary(opts.peer.as_deref(), opts.peer_bin.clone())?;
     let logs = std::env::temp_dir().join(format!("ghostline-bench-{}", std::process::id()));
     std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
     let setup = Setup { exe, model: model.clone(), threads, peer_bin: peer_bin.clone(), peer_args: opts.peer_args.clone(), logs };
@@ -351,6 +352,12 @@ struct Setup {
     logs: PathBuf,
 }
 
+impl Setup {
+    fn start_peer(&self, bin: &Path) -> Result<Peer, String> {
+        Peer::start(bin, &self.model, self.threads, &self.peer_args, &self.logs)
+    }
+}
+
 /// `--trace` files, or every `fixtures/traces/*.json`.
 fn trace_paths(given: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     if !given.is_empty() {
@@ -406,7 +413,7 @@ fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -
     let session = typing::start(&setup.exe, options, Stdio::from(log), TIMEOUT)?;
     let mut client = session.client;
     let mut peer = match &setup.peer_bin {
-        Some(bin) => Some(Peer::start(bin, setup)?),
+        Some(bin) => Some(setup.start_peer(bin)?),
         None => None,
     };
     let mut doc = TypedDoc::open(&mut client, typing::file_uri(file), &trace.language_id, text.clone(), *at);
@@ -484,13 +491,15 @@ fn server_figures(t: &Value) -> ServerFigures {
 
 /// VmHWM: the peak resident set size of a process, in KiB.
 fn peak_rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
+    proc_status_kb(&std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default(), "VmHWM")
+}
+
+/// A `kB` field (`VmRSS`, `VmHWM`, `RssAnon`, …) of a `/proc/<pid>/status` text; 0 when absent.
+fn proc_status_kb(status: &str, field: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
 
@@ -570,17 +579,17 @@ struct Peer {
 impl Peer {
     /// Starts llama-server on a free loopback port with the same model, threads, context and
     /// batch as ghostline, one slot, and waits until `/health` says it is ready.
-    fn start(bin: &Path, setup: &Setup) -> Result<Peer, String> {
+    fn start(bin: &Path, model: &Path, threads: u32, args: &[String], logs: &Path) -> Result<Peer, String> {
         let port = TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
-        let log = std::fs::File::create(setup.logs.join("llama-server.log")).map_err(|e| e.to_string())?;
-        let threads = setup.threads.to_string();
+        let log = std::fs::File::create(logs.join("llama-server.log")).map_err(|e| e.to_string())?;
+        let threads = threads.to_string();
         let (ctx, batch) = (CONTEXT_SIZE.to_string(), BATCH_SIZE.to_string());
         let started = Instant::now();
         let child = Command::new(bin)
             .args(["--host", "127.0.0.1", "--port", &port.to_string(), "-m"])
-            .arg(&setup.model)
+            .arg(model)
             .args(["-t", &threads, "-tb", &threads, "-c", &ctx, "-b", &batch, "-ub", &batch, "-np", "1"])
-            .args(&setup.peer_args)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
@@ -590,7 +599,7 @@ impl Peer {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             if let Ok(Some(status)) = peer.child.try_wait() {
-                let log = std::fs::read_to_string(setup.logs.join("llama-server.log")).unwrap_or_default();
+                let log = std::fs::read_to_string(logs.join("llama-server.log")).unwrap_or_default();
                 let tail: String = log.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
                 return Err(format!("llama-server exited ({status}):\n{tail}"));
             }
@@ -655,7 +664,7 @@ impl Drop for Peer {
 
 /// Which endpoint the peer replay uses, and why, found by asking a running llama-server.
 fn peer_endpoint(setup: &Setup, bin: &Path) -> Result<String, String> {
-    let peer = Peer::start(bin, setup)?;
+    let peer = setup.start_peer(bin)?;
     let probe = json!({"input_prefix": "def add(a, b):\n    return ", "input_suffix": "\n", "n_predict": 1});
     let (status, r) = peer.post("/infill", &probe)?;
     let infill = if status == 200 {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::json;
 
-use super::{load_average, machine, Peer, Setup, Stat, BATCH_SIZE, CONTEXT_SIZE};
+use super::{load_average, machine, Peer, Stat, BATCH_SIZE, CONTEXT_SIZE};
 use crate::config;
 use crate::context::{ContextParts, Strategy};
 use crate::model::{CancelFlag, GenerateRequest, ModelHandle, ModelStatus, Sampling};
@@ -128,20 +128,13 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
         ModelStatus::Failed(m) => return Err(m),
         other => return Err(format!("model not loaded: {other:?}")),
     };
-    let setup = peer.as_ref().map(|(bin, args)| Setup {
-        exe: PathBuf::new(),
-        model: model.to_path_buf(),
-        threads,
-        peer_bin: Some(bin.clone()),
-        peer_args: args.clone(),
-        logs: std::env::temp_dir().join(format!("ghostline-bench-sizes-{}", std::process::id())),
-    });
-    if let Some(s) = &setup {
-        std::fs::create_dir_all(&s.logs).map_err(|e| e.to_string())?;
-    }
-    let peer_server = match (&peer, &setup) {
-        (Some((bin, _)), Some(s)) => Some(Peer::start(bin, s)?),
-        _ => None,
+    let logs = std::env::temp_dir().join(format!("ghostline-bench-sizes-{}", std::process::id()));
+    let peer_server = match &peer {
+        Some((bin, args)) => {
+            std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
+            Some(Peer::start(bin, model, threads, args, &logs)?)
+        }
+        None => None,
     };
 
     let mut reports = Vec::new();
@@ -214,9 +207,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
         reports.push(summarize(size, samples));
     }
     drop(peer_server);
-    if let Some(s) = &setup {
-        let _ = std::fs::remove_dir_all(&s.logs);
-    }
+    let _ = std::fs::remove_dir_all(&logs);
     Ok(SizesReport {
         model: model.to_path_buf(),
         machine: machine(),

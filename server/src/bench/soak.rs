@@ -17,7 +17,6 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{load_average, load_trace, machine, trace_paths, LoadedTrace, BATCH_SIZE, CONTEXT_SIZE, MAX_TOKENS, TIMEOUT};
-use crate::config;
 use crate::stdio_client::StdioClient;
 use crate::typing::{self, TypedDoc};
 
@@ -118,13 +117,7 @@ pub struct Report {
 }
 
 pub fn run(opts: Options) -> Result<Report, String> {
-    let model = opts
-        .model
-        .clone()
-        .or_else(config::env_model)
-        .ok_or_else(|| format!("no model: pass --model or set {}", config::MODEL_ENV))?;
-    let model = model.canonicalize().map_err(|e| format!("model {}: {e}", model.display()))?;
-    let threads = opts.threads.filter(|&t| t > 0).unwrap_or_else(config::default_threads);
+    let (model, threads) = super::model_and_threads(opts.model.clone(), opts.threads)?;
     let n = opts.completions.max(1);
     let traces: Vec<LoadedTrace> = trace_paths(&opts.traces)?.iter().map(|p| load_trace(p)).collect::<Result<_, _>>()?;
     if traces.iter().all(|t| !t.0.events.iter().any(|e| e.complete)) {
@@ -308,13 +301,7 @@ fn exited(client: &mut StdioClient) -> bool {
 
 fn memory(pid: u32, completions: usize, elapsed_s: f64) -> MemorySample {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim_start_matches(':').trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    };
+    let field = |name: &str| super::proc_status_kb(&status, name);
     MemorySample { completions, elapsed_s, rss_kb: field("VmRSS"), hwm_kb: field("VmHWM"), rss_anon_kb: field("RssAnon") }
 }
 

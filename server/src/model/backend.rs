@@ -24,10 +24,8 @@ pub fn gpu_backend() -> Option<&'static str> {
 }
 
 fn runtime_gpu() -> Option<&'static str> {
-    static GPU: OnceLock<Option<&'static str>> = OnceLock::new();
-    *GPU.get_or_init(|| {
-        devices().into_iter().find(|d| d.gpu).map(|d| &*Box::leak(d.backend.into_boxed_str()))
-    })
+    static GPU: OnceLock<Option<String>> = OnceLock::new();
+    GPU.get_or_init(|| devices().into_iter().find(|d| d.gpu).map(|d| d.backend)).as_deref()
 }
 
 /// The backend's name as reported at start-up and by `doctor`.

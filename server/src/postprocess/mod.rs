@@ -15,6 +15,9 @@ pub enum Mode {
     /// The cursor ends its line: a block may follow, as long as it stays indented at least
     /// `indent` columns and has no blank line.
     MultiLine { indent: usize },
+    /// Only the token limit or the end of text ends it (`ghostline bench --cold-sizes`, which
+    /// needs a fixed number of decoded tokens).
+    Unbounded,
 }
 
 /// Where a suggestion must end, for one cursor position.
@@ -30,8 +33,6 @@ pub struct StopRule {
     lead: String,
     /// Blocks end with a closing brace: a suggestion stops before closing more than it opened.
     braces: bool,
-    /// Set only by `unbounded()`.
-    unbounded: bool,
 }
 
 impl StopRule {
@@ -49,20 +50,12 @@ impl StopRule {
         } else {
             Mode::SingleLine
         };
-        StopRule { mode, line_after: line_after.to_owned(), next_line, lead: String::new(), braces: false, unbounded: false }
+        StopRule { mode, line_after: line_after.to_owned(), next_line, lead: String::new(), braces: false }
     }
 
-    /// Never stops on the text: only the token limit or the end of text ends the generation
-    /// (`ghostline bench --cold-sizes`, which needs a fixed number of decoded tokens).
+    /// Never stops on the text (see [`Mode::Unbounded`]).
     pub fn unbounded() -> Self {
-        StopRule {
-            mode: Mode::MultiLine { indent: 0 },
-            line_after: String::new(),
-            next_line: None,
-            lead: String::new(),
-            braces: false,
-            unbounded: true,
-        }
+        StopRule { mode: Mode::Unbounded, line_after: String::new(), next_line: None, lead: String::new(), braces: false }
     }
 
     /// Completes the current line only (the syntax tree says the cursor is mid-expression).
@@ -105,10 +98,8 @@ impl StopRule {
 
     /// The byte length to keep, if `text` must stop. `at_end` treats the last line as complete.
     fn cut(&self, text: &str, at_end: bool) -> Option<usize> {
-        if self.unbounded {
-            return None;
-        }
         match self.mode {
+            Mode::Unbounded => None,
             Mode::SingleLine => text.find('\n'),
             Mode::MultiLine { indent } => {
                 if let Some(cut) = self.braces.then(|| unbalanced_close(text)).flatten() {
