@@ -115,3 +115,33 @@ fn layout_is_stable_while_a_line_is_half_typed() {
     }
     assert_eq!(layouts[0].0, context::Strategy::Scope);
 }
+
+/// A new method typed from its `def` keyword on: the scope is that method from the first
+/// keystroke of its header, and the outline (which must still show the function after the
+/// class, not lose it to the half-typed header's parse error) never changes.
+#[test]
+fn layout_is_stable_while_a_def_header_is_typed() {
+    let source = "from dataclasses import dataclass\n\n\n@dataclass\nclass Store:\n    items: dict\n\n    def total(self):\n        return sum(self.items.values())\n\n<CURSOR>\n\n\ndef report(store):\n    print(store.total())\n";
+    let cursor = source.find("<CURSOR>").unwrap();
+    let spec = syntax::by_language_id("python").unwrap();
+    let typed = "    def restock(self, sku, quantity):\n        self.items[sku] += quantity";
+    let from = "    def".len();
+    // Typed key by key, the line break with its auto-indentation as one edit (as editors do).
+    let body = typed.find('\n').unwrap();
+    let ends = (from..=typed.len()).filter(|&n| !(body < n && n < body + "\n        ".len()));
+    let mut layouts = Vec::new();
+    for n in ends {
+        let text = source.replacen("<CURSOR>", &typed[..n], 1);
+        let tree = spec.parse(&text);
+        let parts = context::build(&text, cursor + n, Some((spec, &tree)), 64, 16);
+        let fitted = context::fit(&parts, 1024, &count);
+        assert_eq!(fitted.prefix, typed[..n], "the prompt ends with the method");
+        layouts.push((parts.strategy, parts.prefix_start, fitted.outline));
+    }
+    for (n, w) in layouts.windows(2).enumerate() {
+        assert_eq!(w[0], w[1], "layout changed after key {}", n + 1);
+    }
+    assert_eq!((layouts[0].0, layouts[0].1), (context::Strategy::Scope, cursor));
+    assert!(layouts[0].2.contains("def report(store):"), "{}", layouts[0].2);
+    assert!(layouts[0].2.contains("    def total(self):"), "{}", layouts[0].2);
+}

@@ -63,6 +63,13 @@ pub struct PromptParts {
     pub suffix: String,
 }
 
+/// Where text is cut off above the cursor (the window's first line, the prefix's first kept
+/// line), it is cut at a line whose number is a multiple of this: while the user types, the
+/// head of the prompt then moves once every `LINE_STEP` lines instead of on every line, and
+/// the KV cache entries of everything after it stay usable. Costs up to `LINE_STEP - 1` lines
+/// (a prefix cut to fewer than `8 * LINE_STEP` lines uses a smaller step: at most an eighth).
+pub const LINE_STEP: usize = 8;
+
 /// How much of a budget each part may take, in hundredths.
 const OUTLINE_SHARE: usize = 35;
 const SUFFIX_SHARE: usize = 15;
@@ -86,20 +93,21 @@ pub fn build(text: &str, cursor: usize, syntax: Option<(&Spec, &Tree)>, before: 
     line_window(text, cursor, before, after)
 }
 
-/// A window of `before` whole lines above the cursor's line and `after` lines below it.
+/// A window of at least `before` whole lines above the cursor's line (from a line whose number
+/// in `text` is a multiple of [`LINE_STEP`]) and `after` lines below it.
 ///
 /// `cursor` must be a char boundary in `text` (callers convert positions before this).
 pub fn line_window(text: &str, cursor: usize, before: usize, after: usize) -> ContextParts {
     let cursor = cursor.min(text.len());
     let head = &text[..cursor];
     let tail = &text[cursor..];
-    // Start of the line `before` lines above the cursor's line.
-    let start = head
-        .char_indices()
-        .rev()
-        .filter(|&(_, c)| c == '\n')
-        .nth(before)
-        .map_or(0, |(i, _)| i + 1);
+    let cursor_line = head.bytes().filter(|&b| b == b'\n').count();
+    let first_line = cursor_line.saturating_sub(before) / LINE_STEP * LINE_STEP;
+    // Start of that line: after the line break that ends the line above it.
+    let start = match first_line {
+        0 => 0,
+        n => head.match_indices('\n').nth(n - 1).map_or(0, |(i, _)| i + 1),
+    };
     // End of the line `after` lines below the cursor's line (keeping its newline).
     let end = tail
         .char_indices()
@@ -159,7 +167,9 @@ enum End {
 }
 
 /// The longest run of whole lines from one end of `text` that fits in `room` tokens. The line
-/// at the kept end is always kept, whole (the cursor's line).
+/// at the kept end is always kept, whole (the cursor's line). Cut from the start, the first
+/// line kept is one whose number is a multiple of a step: [`LINE_STEP`], or for a short run
+/// the largest power of two up to an eighth of its lines.
 fn keep_lines(text: &str, room: usize, count: &dyn Fn(&str) -> usize, end: End) -> String {
     if count(text) <= room {
         return text.to_owned();
@@ -181,7 +191,12 @@ fn keep_lines(text: &str, room: usize, count: &dyn Fn(&str) -> usize, end: End) 
     }
     match end {
         End::First => lines[..kept].concat(),
-        End::Last => lines[lines.len() - kept..].concat(),
+        End::Last => {
+            let eighth = (kept / 8).max(1);
+            let step = (1 << eighth.ilog2()).min(LINE_STEP);
+            let first = (lines.len() - kept).next_multiple_of(step).min(lines.len() - 1);
+            lines[first..].concat()
+        }
     }
 }
 
@@ -199,10 +214,10 @@ mod tests {
         let at = text.find('|').unwrap();
         let text = text.replace('|', "");
         let p = line_window(&text, at, 1, 1);
-        assert_eq!(p.prefix, "c\nd");
+        assert_eq!(p.prefix, "a\nb\nc\nd"); // from line 0, the multiple of LINE_STEP at or above
         assert_eq!(p.suffix, "x\ne\n");
         let p = line_window(&text, at, 0, 0);
-        assert_eq!(p.prefix, "d");
+        assert_eq!(p.prefix, "a\nb\nc\nd");
         assert_eq!(p.suffix, "x\n");
     }
 
@@ -213,7 +228,7 @@ mod tests {
         let p = line_window("abc", 3, 5, 5);
         assert_eq!((p.prefix.as_str(), p.suffix.as_str()), ("abc", ""));
         let p = line_window("héllo\n🦀 x", 11, 0, 3);
-        assert_eq!((p.prefix.as_str(), p.suffix.as_str()), ("🦀", " x"));
+        assert_eq!((p.prefix.as_str(), p.suffix.as_str()), ("héllo\n🦀", " x"));
     }
 
     #[test]
@@ -240,5 +255,35 @@ mod tests {
         let tiny = fit(&parts, 6, &words);
         assert_eq!(tiny.outline, "");
         assert_eq!(tiny.prefix, "    one two\n    three four\n    x =");
+    }
+
+    /// While the prefix grows line by line past its room, its head moves only every LINE_STEP
+    /// lines; the window's head likewise as the cursor moves down.
+    #[test]
+    fn prompt_heads_move_in_steps_of_lines() {
+        let mut heads = Vec::new();
+        for n in 70..100 {
+            let prefix: String = (0..n).map(|i| format!("line {i}\n")).collect::<String>() + "x";
+            let parts = ContextParts { strategy: Strategy::Scope, outline: vec![], prefix_start: 0, prefix, suffix: String::new() };
+            let kept = fit(&parts, 141, &words).prefix; // 2 words a line: room for 70 lines and x
+            assert!(words(&kept) <= 141 && kept.ends_with("x"), "{kept}");
+            heads.push(kept.lines().next().unwrap().to_owned());
+        }
+        let moves = heads.windows(2).filter(|w| w[0] != w[1]).count();
+        assert_eq!(moves, 4, "{heads:?}"); // to 8, 16, 24 and 32 dropped lines
+        assert!(heads.iter().all(|h| h == "x" || h.trim_start_matches("line ").parse::<usize>().unwrap() % LINE_STEP == 0), "{heads:?}");
+
+        let text: String = (0..100).map(|i| format!("l{i}\n")).collect();
+        let starts: Vec<usize> = (20..60)
+            .map(|line| {
+                let cursor = text.match_indices('\n').nth(line - 1).unwrap().0 + 1;
+                line_window(&text, cursor, 10, 0).prefix_start
+            })
+            .collect();
+        assert_eq!(starts.windows(2).filter(|w| w[0] != w[1]).count(), 5, "{starts:?}");
+        for (line, start) in (20..60).zip(&starts) {
+            let first = text[..*start].matches('\n').count();
+            assert!(first % LINE_STEP == 0 && first + 10 <= line && line - first < 10 + LINE_STEP, "line {line}: window from {first}");
+        }
     }
 }

@@ -17,6 +17,14 @@ const FULL_LINES: usize = 40;
 /// The byte range of the innermost scope around `cursor`: a function if there is one, else a
 /// class-like container. `None` at module level.
 pub fn enclosing_scope(spec: &Spec, tree: &Tree, text: &str, cursor: usize) -> Option<Range<usize>> {
+    if spec.block_end == BlockEnd::Indent {
+        // On a `def` line the scope is that function from its first keystroke on, whatever the
+        // tree makes of the half-typed header (the enclosing class, nothing, an error): the
+        // prompt's layout then stays put while the header and the body are written.
+        if let Some(range) = def_on_cursor_line(text, cursor) {
+            return Some(range);
+        }
+    }
     let function = spec.scopes.capture_index_for_name("scope");
     let class = spec.scopes.capture_index_for_name("scope.class");
     let mut best: [Option<Node<'_>>; 2] = [None, None];
@@ -90,8 +98,27 @@ fn unfinished_def(text: &str, cursor: usize) -> Option<Range<usize>> {
             break;
         }
     }
-    let (mut start, header_indent) = header_start?;
-    // Decorators belong to the function, as they do when the tree has its node.
+    let (start, header_indent) = header_start?;
+    Some(with_decorators(text, start, header_indent)..indented_block_end(text, cursor, header_indent))
+}
+
+/// For indentation languages: when the cursor's line is a `def` (or `async def`) line, typed
+/// or half typed, that function: its line (and decorators) through the lines indented under it.
+fn def_on_cursor_line(text: &str, cursor: usize) -> Option<Range<usize>> {
+    let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
+    let line = &text[line_start..cursor];
+    let word = line.trim_start();
+    let word = word.strip_prefix("async").filter(|w| w.starts_with(' ')).map_or(word, str::trim_start);
+    if !(word == "def" || word.starts_with("def ")) {
+        return None;
+    }
+    let indent = indent_width(line);
+    Some(with_decorators(text, line_start, indent)..indented_block_end(text, cursor, indent).max(cursor))
+}
+
+/// `start` (a header line's start) moved up over the decorators right above it, which belong to
+/// the function as they do when the tree has its node.
+fn with_decorators(text: &str, mut start: usize, header_indent: usize) -> usize {
     while start > 0 {
         let above = text[..start - 1].rfind('\n').map_or(0, |i| i + 1);
         let line = &text[above..start - 1];
@@ -101,7 +128,7 @@ fn unfinished_def(text: &str, cursor: usize) -> Option<Range<usize>> {
             break;
         }
     }
-    Some(start..indented_block_end(text, cursor, header_indent))
+    start
 }
 
 /// The end of the block that holds `from` (a byte offset) under a header indented
@@ -132,18 +159,25 @@ pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
     static LAST: std::sync::Mutex<Option<(u64, Tree)>> = std::sync::Mutex::new(None);
     let mut blank = text.as_bytes().to_vec();
     // Keep the scope's header (through its first `:` line or `{`) and, for braces, its closing
-    // brace; put a minimal body (`...`) under a Python header; blank the rest.
+    // brace; put a minimal body (`...`) under a Python header; blank the rest. A Python header
+    // still being typed (no `:` yet) goes too, `...` standing in its place: left half typed, it
+    // would swallow what follows into an error.
     let region = &text[scope.clone()];
     let keep = match spec.block_end {
         BlockEnd::Indent => {
             let mut at = 0;
-            for line in region.split_inclusive('\n') {
-                at += line.len();
-                if line.trim_end().ends_with(':') {
-                    break;
+            let mut lines = region.split_inclusive('\n');
+            loop {
+                match lines.next() {
+                    Some(line) => {
+                        at += line.len();
+                        if line.trim_end().ends_with(':') {
+                            break at;
+                        }
+                    }
+                    None => break 0,
                 }
             }
-            at
         }
         BlockEnd::Braces => region.find('{').map_or(0, |i| i + 1),
     };
@@ -154,7 +188,7 @@ pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
         }
     }
     if spec.block_end == BlockEnd::Indent {
-        let body_indent = indent_width(region) + 4;
+        let body_indent = indent_width(region) + if keep == 0 { 0 } else { 4 };
         let next_line = scope.start + keep;
         let line_len = text[next_line..scope.end].find('\n').unwrap_or(scope.end - next_line);
         if line_len >= body_indent + 3 {
