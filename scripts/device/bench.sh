@@ -8,6 +8,10 @@
 #
 #   bench.sh smol|gemma [RUNS]
 #   bench.sh smol soak N      the soak instead: N completions through one server, memory sampled
+#
+#   SIZES=0     skip the cold prompts
+#   NO_AHEAD=1  also replay the traces with generating ahead off (`--no-ahead`): the engines
+#               compared request for request
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 d=.device
@@ -61,7 +65,13 @@ peer=(--peer llama-server --peer-bin "$server" --peer-arg=-ngl --peer-arg=999)
 } > "$out/$which-conditions.txt" 2>&1
 cat "$out/$which-conditions.txt"
 
-"$ghostline" bench --model "$model" --threads 8 --cold-sizes 256,1024,2048 --runs 5 "${peer[@]}" \
-  --save "$out/$which-sizes.json" 2> "$out/$which-sizes.log" | tee "$out/$which-sizes.txt"
+if [ "${SIZES:-1}" != 0 ]; then
+  "$ghostline" bench --model "$model" --threads 8 --cold-sizes 256,1024,2048 --runs 5 "${peer[@]}" \
+    --save "$out/$which-sizes.json" 2> "$out/$which-sizes.log" | tee "$out/$which-sizes.txt"
+fi
 "$ghostline" bench --model "$model" --threads 8 --runs "$runs" "${peer[@]}" \
   --svg "$out/$which-traces.svg" --save "$out/$which-traces.json" 2> "$out/$which-traces.log" | tee "$out/$which-traces.txt"
+if [ "${NO_AHEAD:-0}" = 1 ]; then
+  "$ghostline" bench --model "$model" --threads 8 --runs "$runs" "${peer[@]}" --no-ahead \
+    --save "$out/$which-traces-no-ahead.json" 2> "$out/$which-traces-no-ahead.log" | tee "$out/$which-traces-no-ahead.txt"
+fi

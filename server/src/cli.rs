@@ -154,6 +154,10 @@ enum Command {
         /// with their prefill and decode rates and the floor; `--runs` samples per size.
         #[arg(long, value_delimiter = ',')]
         cold_sizes: Vec<u32>,
+        /// Replay with ghostline's `completion.generateAhead` off: every request calls the
+        /// model itself (the engines compared request for request).
+        #[arg(long)]
+        no_ahead: bool,
         /// Instead of the latency report: N completions through one server, looping over the
         /// traces, with its memory sampled; reports the growth after a warm-up (target ≤ 1 %).
         #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg", "cold_sizes"])]
@@ -261,8 +265,10 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, .. } => {
-            let options = crate::bench::Options { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes };
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, .. } => {
+            let generate_ahead = !no_ahead;
+            let options =
+                crate::bench::Options { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, generate_ahead };
             if options.cold_sizes.is_empty() {
                 report(crate::bench::run(options), json, save, crate::bench::print_text)
             } else {

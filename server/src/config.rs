@@ -112,6 +112,7 @@ pub struct CompletionOptions {
     pub max_tokens: Option<u32>,
     pub max_prompt_tokens: Option<u32>,
     pub typed_ahead: Option<bool>,
+    pub generate_ahead: Option<bool>,
     pub repeat_penalty: Option<f32>,
     pub repeat_last_n: Option<u32>,
     pub lines_before: Option<u32>,
@@ -242,6 +243,9 @@ pub struct CompletionConfig {
     pub max_prompt_tokens: u32,
     /// Answer from the previous suggestion when the user types its start.
     pub typed_ahead: bool,
+    /// Start generating for the cursor as soon as a keystroke arrives (`didChange`), so that
+    /// the editor's request after its debounce finds the suggestion made or under way.
+    pub generate_ahead: bool,
     pub repeat_penalty: f32,
     pub repeat_last_n: u32,
     pub lines_before: u32,
@@ -304,6 +308,7 @@ impl Options {
                 max_tokens: c.max_tokens.filter(|&n| n > 0).unwrap_or(64),
                 max_prompt_tokens: c.max_prompt_tokens.filter(|&n| n >= 64).unwrap_or(1024),
                 typed_ahead: c.typed_ahead.unwrap_or(true),
+                generate_ahead: c.generate_ahead.unwrap_or(true),
                 repeat_penalty: c.repeat_penalty.filter(|p| p.is_finite() && *p > 0.0).unwrap_or(1.1),
                 repeat_last_n: c.repeat_last_n.unwrap_or(64),
                 lines_before: c.lines_before.unwrap_or(64),

@@ -85,6 +85,17 @@ impl Engine {
         Ok(suggestion)
     }
 
+    /// Starts generating for `input` ahead of any request (`completion.generateAhead`): the
+    /// model thread keeps the answer in its suggestion cache, where [`Engine::complete`] for the
+    /// same text and cursor finds it, or queues behind it while it is still running. Returns at
+    /// once; false when nothing was started (binary text, typed-ahead would answer, no model).
+    pub fn generate_ahead(&self, input: Input<'_>, cancel: CancelFlag) -> bool {
+        if looks_binary(input.text, input.cursor) || self.typed_ahead(input).is_some() {
+            return false;
+        }
+        self.model.generate_ahead(self.request(input, cancel))
+    }
+
     /// When the user has typed the start of the last suggestion (and changed nothing else),
     /// the rest of it, with no model call.
     fn typed_ahead(&self, input: Input<'_>) -> Option<Suggestion> {
@@ -170,6 +181,7 @@ impl Engine {
             stop,
             max_tokens: self.config.max_tokens,
             cancel,
+            ahead: false,
         }
     }
 }

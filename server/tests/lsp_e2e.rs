@@ -314,3 +314,76 @@ fn auto_closed_brackets_get_a_suggestion_without_the_closers() {
     }
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
+
+/// `completion.generateAhead` (on by default): each keystroke starts the suggestion for the
+/// cursor after it, and the editor's request that follows is answered by that generation, with
+/// the very text a server that generates only when asked gives. Backspace and an auto-closed
+/// pair (cursor inside it) are followed too; a request at another cursor is not answered ahead.
+/// (Typed-ahead reuse is off here: it would answer the second key from the first suggestion,
+/// and a key it answers starts nothing ahead.)
+#[test]
+fn keystrokes_generate_ahead_and_the_request_gets_the_same_suggestion() {
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    let start = |ahead: bool| {
+        let mut client = spawn();
+        initialize(&mut client, json!({}), json!({"model": {"path": model()}, "completion": {"generateAhead": ahead, "typedAhead": false}}));
+        wait_ready(&mut client);
+        open(&mut client, URI, &text);
+        client
+    };
+    let (mut ahead, mut asked) = (start(true), start(false));
+    let mut version = 1;
+    // Each step: an edit (range, text), then a request at (line, character) after the debounce,
+    // answered by the generation ahead, or by the suggestion cache when Backspace brings back
+    // a text already completed.
+    let steps: [((u32, u32, u32, u32), &str, (u32, u32), &str); 4] = [
+        ((line, col, line, col), "        ", (line, col + 8), "ahead"),
+        ((line, col + 8, line, col + 8), "r", (line, col + 9), "ahead"),
+        ((line, col + 8, line, col + 9), "", (line, col + 8), "prompt"), // Backspace
+        ((line, col + 8, line, col + 8), "print()", (line, col + 15), "ahead"),
+    ];
+    for (i, ((l0, c0, l1, c1), typed, (l, c), answered)) in steps.into_iter().enumerate() {
+        version += 1;
+        for client in [&mut ahead, &mut asked] {
+            let range = json!({"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}});
+            client.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": URI, "version": version}, "contentChanges": [{"range": range, "text": typed}]}),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(150)); // the editor's debounce
+        let mine = inline_completion(&mut ahead, URI, l, c);
+        let timings = last_timings(&mut ahead);
+        assert_eq!(timings["timings"]["cache"], answered, "step {i}: {timings}");
+        assert!(timings["timings"]["prompt_tokens"].as_u64().unwrap() > 0, "{timings}");
+        assert_eq!(inline_text(&mine), inline_text(&inline_completion(&mut asked, URI, l, c)), "step {i}");
+        let theirs = last_timings(&mut asked);
+        assert_ne!(theirs["timings"]["cache"], "ahead", "nothing generated ahead when off: {theirs}");
+        assert_eq!(theirs["ahead"]["started"], 0);
+    }
+    // An auto-closed pair: the cursor is inside it.
+    version += 1;
+    let at = json!({"line": line, "character": col + 14});
+    ahead.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": version}, "contentChanges": [{"range": {"start": at, "end": at}, "text": "\"\""}]}),
+    );
+    inline_completion(&mut ahead, URI, line, col + 15);
+    assert_eq!(last_timings(&mut ahead)["timings"]["cache"], "ahead");
+    // A keystroke, then a request somewhere else: that one calls the model itself.
+    version += 1;
+    let at = json!({"line": line, "character": col + 15});
+    ahead.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": version}, "contentChanges": [{"range": {"start": at, "end": at}, "text": "x"}]}),
+    );
+    let elsewhere = inline_completion(&mut ahead, URI, 0, 0);
+    assert!(elsewhere.get("error").is_none(), "{elsewhere}");
+    let t = last_timings(&mut ahead);
+    assert_ne!(t["timings"]["cache"], "ahead", "{t}");
+    let stats = &t["ahead"];
+    assert_eq!(stats["started"], 6, "{stats}");
+    assert_eq!(stats["used"], 4, "{stats}");
+    assert!(ahead.shutdown(TIMEOUT).unwrap().success());
+    assert!(asked.shutdown(TIMEOUT).unwrap().success());
+}

@@ -101,3 +101,34 @@ fn typed_ahead_and_prompt_cache_answer_without_the_model() {
     assert_eq!(next.timings.cache, Some(ghostline::model::CacheHit::TypedAhead));
     assert_eq!(format!("{head}{}", next.text), first.text);
 }
+
+/// Completing elsewhere (another function: another prompt layout) and coming back: the prompt
+/// of the first place is restored from the KV state saved when the context moved away, not
+/// decoded again, and the suggestion is the one a cold start gives.
+#[test]
+fn coming_back_restores_the_saved_kv_state() {
+    let (text, line, _) = fixture_with_cursor("e2e/shapes.py");
+    let spec = syntax::by_language_id("python").unwrap();
+    let line_start: usize = text.split('\n').take(line as usize).map(|l| l.len() + 1).sum();
+    let rt = rt();
+    let warm = engine();
+    let complete = |e: &Engine, doc: &str, cursor: usize| {
+        let tree = spec.parse(doc);
+        rt.block_on(e.complete(Input { text: doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap()
+    };
+    let typed = "        return 2 * math.pi * self.";
+    let here = |n: usize| format!("{}{}{}", &text[..line_start], &typed[..n], &text[line_start..]);
+    let first = complete(&warm, &here(20), line_start + 20);
+    assert_eq!(first.timings.restored_tokens, 0);
+    // Elsewhere: the end of `describe`, a prompt with another scope after a short common head.
+    let doc = here(20);
+    let away = complete(&warm, &doc, doc.trim_end().len());
+    assert!(away.timings.reused_tokens + 64 <= first.timings.prompt_tokens, "{:?} then {:?}", first.timings, away.timings);
+    // Back, two keys further.
+    let back = complete(&warm, &here(22), line_start + 22);
+    let cold = complete(&engine(), &here(22), line_start + 22);
+    assert_eq!(back.text, cold.text);
+    assert!(back.timings.restored_tokens > away.timings.reused_tokens, "{:?}", back.timings);
+    assert_eq!(back.timings.reused_tokens, back.timings.restored_tokens);
+    assert!(back.timings.prefill_tokens < 8, "{:?}", back.timings);
+}

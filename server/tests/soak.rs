@@ -34,10 +34,11 @@ fn a_short_soak_reports_every_figure() {
     // prompts of one loop from matching the last's in the suggestion cache).
     let a = &r["answers"];
     let count = |k: &str| a[k].as_u64().unwrap_or_else(|| panic!("answers.{k}: {a}"));
-    let (model, cached, ahead, unmatched) = (count("model"), count("prompt_cache"), count("typed_ahead"), count("unmatched"));
-    assert_eq!(model + cached + ahead + unmatched, n as u64, "{a}");
-    assert_eq!(ahead, 0, "typed-ahead is off in the soak: {a}");
-    assert!(model * 2 > n as u64, "most requests reach the model: {a}");
+    let (model, made_ahead, cached, typed_ahead, unmatched) =
+        (count("model"), count("ahead"), count("prompt_cache"), count("typed_ahead"), count("unmatched"));
+    assert_eq!(model + made_ahead + cached + typed_ahead + unmatched, n as u64, "{a}");
+    assert_eq!(typed_ahead, 0, "typed-ahead is off in the soak: {a}");
+    assert!((model + made_ahead) * 2 > n as u64, "most requests reach the model (on the request or ahead of it): {a}");
 
     let c = &r["conditions"];
     let warmup = c["warmup"].as_u64().unwrap();

@@ -52,6 +52,9 @@ pub struct Options {
     pub svg: Option<PathBuf>,
     /// Instead of the traces: cold prompts of these sizes (tokens), see `sizes`.
     pub cold_sizes: Vec<u32>,
+    /// ghostline's `completion.generateAhead` (its default: on). Off compares the engines
+    /// request for request.
+    pub generate_ahead: bool,
 }
 
 /// A recorded typing session (see fixtures/traces/README.md).
@@ -102,6 +105,8 @@ pub struct Sample {
 pub struct ServerFigures {
     pub prompt_tokens: usize,
     pub reused_tokens: usize,
+    /// Of `reused_tokens`, those restored from a KV state saved in host memory.
+    pub restored_tokens: usize,
     /// Prompt tokens decoded for this request: the tokens re-decoded after the keystrokes.
     pub prefill_tokens: usize,
     pub ttft_ms: f64,
@@ -113,6 +118,9 @@ pub struct ServerFigures {
     pub generated_tokens: usize,
     pub decode_tokens_per_s: f64,
     pub total_ms: f64,
+    /// `ahead`: the figures are of the generation made ahead on the keystroke, which answered
+    /// this request; `prompt`/`typed-ahead`: answered from a cache; absent: a model call.
+    pub cache: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -166,6 +174,10 @@ pub struct Side {
     /// KV cache held little of it), and the prompt tokens re-decoded over all of them.
     pub large_redecodes: usize,
     pub redecoded_total: usize,
+    /// Requests after the first of each run whose prompt came back, in part, from a KV state
+    /// saved in host memory (ghostline) and those tokens.
+    pub restores: usize,
+    pub restored_total: usize,
     /// First request of each run, on a freshly started server.
     pub cold_ttft_ms: Option<Stat>,
     pub cold_prompt_tokens: Option<Stat>,
@@ -216,6 +228,12 @@ pub struct TraceReport {
     /// Where ghostline's time goes, medians over the requests after the first that called the
     /// model (milliseconds).
     pub breakdown: Breakdown,
+    /// With `completion.generateAhead`: the generations started on keystrokes and their fate.
+    pub ahead: Option<AheadWork>,
+    /// Latency of the requests answered by a generation made ahead, and of those that called
+    /// the model themselves.
+    pub latency_answered_ahead_ms: Option<Stat>,
+    pub latency_model_call_ms: Option<Stat>,
     pub samples: Vec<Sample>,
 }
 
@@ -247,6 +265,8 @@ pub struct Conditions {
     pub peer: Option<String>,
     pub peer_endpoint: Option<String>,
     pub replay: String,
+    /// ghostline's `completion.generateAhead`: whether it started generating on each keystroke.
+    pub generate_ahead: bool,
     /// The 1-minute load average when the bench started and ended: other work on the machine
     /// competes for the same cores.
     pub load_average: (f64, f64),
@@ -290,7 +310,15 @@ pub fn run(opts: Options) -> Result<Report, String> {
     let peer_bin = peer_binary(opts.peer.as_deref(), opts.peer_bin.clone())?;
     let logs = std::env::temp_dir().join(format!("ghostline-bench-{}", std::process::id()));
     std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
-    let setup = Setup { exe, model: model.clone(), threads, peer_bin: peer_bin.clone(), peer_args: opts.peer_args.clone(), logs };
+    let setup = Setup {
+        exe,
+        model: model.clone(),
+        threads,
+        peer_bin: peer_bin.clone(),
+        peer_args: opts.peer_args.clone(),
+        logs,
+        generate_ahead: opts.generate_ahead,
+    };
 
     let mut conditions = Conditions {
         model: model.clone(),
@@ -307,6 +335,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
             format!("{}, {args}", peer_version(bin))
         }),
         peer_endpoint: None,
+        generate_ahead: opts.generate_ahead,
         load_average: (load_average(), 0.0),
         replay: "closed-loop: each request waits for its answer (both sides, one after the other) before the \
                  next event; the recorded gaps are slept when the answers came sooner"
@@ -322,6 +351,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         let mut samples = Vec::new();
         let mut rss = (0u64, 0u64);
         let mut loads = (Vec::new(), Vec::new());
+        let mut ahead = AheadWork::default();
         for run in 0..runs {
             eprintln!("ghostline bench: {} run {}/{runs}", trace.0.name, run + 1);
             let r = run_trace(&trace, run, &setup)?;
@@ -330,8 +360,11 @@ pub fn run(opts: Options) -> Result<Report, String> {
             rss = (rss.0.max(r.rss_kb), rss.1.max(r.peer_rss_kb));
             loads.0.push(r.load_ms);
             loads.1.extend(r.peer_load_ms);
+            ahead += r.ahead;
         }
-        reports.push(summarize(&trace.0, path, runs, samples, rss, loads, peer_bin.is_some()));
+        let mut report = summarize(&trace.0, path, runs, samples, rss, loads, peer_bin.is_some());
+        report.ahead = opts.generate_ahead.then_some(ahead);
+        reports.push(report);
     }
     conditions.load_average.1 = load_average();
     let report = Report { conditions, traces: reports };
@@ -350,6 +383,7 @@ struct Setup {
     peer_args: Vec<String>,
     /// Server logs of the current run (removed at the end).
     logs: PathBuf,
+    generate_ahead: bool,
 }
 
 impl Setup {
@@ -400,6 +434,31 @@ struct RunResult {
     peer_load_ms: Option<f64>,
     rss_kb: u64,
     peer_rss_kb: u64,
+    ahead: AheadWork,
+}
+
+/// What became of the generations ghostline started ahead on keystrokes (its
+/// `ghostline/lastTimings` counters), summed over runs.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct AheadWork {
+    pub started: usize,
+    pub completed: usize,
+    /// Stopped or skipped because another keystroke came first.
+    pub cancelled: usize,
+    /// Answered a request.
+    pub used: usize,
+    /// Prompt tokens decoded and tokens generated by the completed ones.
+    pub tokens: usize,
+}
+
+impl std::ops::AddAssign for AheadWork {
+    fn add_assign(&mut self, o: Self) {
+        self.started += o.started;
+        self.completed += o.completed;
+        self.cancelled += o.cancelled;
+        self.used += o.used;
+        self.tokens += o.tokens;
+    }
 }
 
 fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -> Result<RunResult, String> {
@@ -408,7 +467,7 @@ fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -
         "model": {"path": setup.model, "threads": setup.threads, "contextSize": CONTEXT_SIZE, "batchSize": BATCH_SIZE},
         // Every request goes to the model, as it does for the peer: typed-ahead reuse would
         // answer some keystrokes from the previous suggestion and hide the model's cost.
-        "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0, "typedAhead": false}
+        "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0, "typedAhead": false, "generateAhead": setup.generate_ahead}
     });
     let session = typing::start(&setup.exe, options, Stdio::from(log), TIMEOUT)?;
     let mut client = session.client;
@@ -420,6 +479,7 @@ fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -
 
     let mut samples = Vec::new();
     let mut keys = 0;
+    let mut ahead = AheadWork::default();
     let mut next_at = Instant::now();
     for event in &trace.events {
         next_at += Duration::from_millis(event.gap_ms);
@@ -447,6 +507,9 @@ fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -
         let suggestion = response["result"]["items"][0]["insertText"].as_str().unwrap_or("").to_owned();
         let last = client.request("ghostline/lastTimings", Value::Null, TIMEOUT)?;
         let last = &last["result"];
+        if let Ok(stats) = serde_json::from_value::<AheadWork>(last["ahead"].clone()) {
+            ahead = stats; // counted since the server started: the last one holds the run's
+        }
         let this_request = last["version"] == json!(doc.version) && last["position"] == doc.cursor().json();
         let server = this_request.then(|| server_figures(&last["timings"]));
         let prompt: Vec<i64> = if this_request {
@@ -469,7 +532,7 @@ fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -
     if let Err(e) = client.shutdown(Duration::from_secs(10)) {
         eprintln!("ghostline bench: the server did not shut down cleanly ({e}); it was killed");
     }
-    Ok(RunResult { samples, format: session.format, load_ms: session.load_ms, peer_load_ms, rss_kb, peer_rss_kb })
+    Ok(RunResult { samples, format: session.format, load_ms: session.load_ms, peer_load_ms, rss_kb, peer_rss_kb, ahead })
 }
 
 fn server_figures(t: &Value) -> ServerFigures {
@@ -478,6 +541,7 @@ fn server_figures(t: &Value) -> ServerFigures {
     ServerFigures {
         prompt_tokens: n("prompt_tokens"),
         reused_tokens: n("reused_tokens"),
+        restored_tokens: n("restored_tokens"),
         prefill_tokens: n("prefill_tokens"),
         ttft_ms: f("ttft_ms"),
         build_ms: f("build_ms"),
@@ -486,6 +550,7 @@ fn server_figures(t: &Value) -> ServerFigures {
         generated_tokens: n("generated_tokens"),
         decode_tokens_per_s: f("decode_tokens_per_s"),
         total_ms: f("total_ms"),
+        cache: t["cache"].as_str().map(str::to_owned),
     }
 }
 
@@ -736,6 +801,8 @@ fn summarize(
         redecoded_tokens: Stat::of(samples.iter().filter(warm).filter_map(server).map(|f| f.prefill_tokens as f64)),
         large_redecodes: samples.iter().filter(warm).filter_map(server).filter(|f| 2 * f.prefill_tokens >= f.prompt_tokens).count(),
         redecoded_total: samples.iter().filter(warm).filter_map(server).map(|f| f.prefill_tokens).sum(),
+        restores: samples.iter().filter(warm).filter_map(server).filter(|f| f.restored_tokens > 0).count(),
+        restored_total: samples.iter().filter(warm).filter_map(server).map(|f| f.restored_tokens).sum(),
         cold_ttft_ms: Stat::of(samples.iter().filter(cold).filter_map(server).map(|f| f.ttft_ms)),
         cold_prompt_tokens: Stat::of(samples.iter().filter(cold).filter_map(server).map(|f| f.prompt_tokens as f64)),
         prefill_tokens_per_s: Stat::of(
@@ -753,6 +820,9 @@ fn summarize(
             redecoded_tokens: Stat::of(samples.iter().filter(warm).filter_map(p).map(|f| f.prefill_tokens as f64)),
             large_redecodes: samples.iter().filter(warm).filter_map(p).filter(|f| 2 * f.prefill_tokens >= f.prompt_tokens).count(),
             redecoded_total: samples.iter().filter(warm).filter_map(p).map(|f| f.prefill_tokens).sum(),
+            // llama-server reports no such figure (its prompt cache restores are in its log).
+            restores: 0,
+            restored_total: 0,
             cold_ttft_ms: Stat::of(samples.iter().filter(cold).filter_map(p).map(|f| f.prompt_ms)),
             cold_prompt_tokens: Stat::of(samples.iter().filter(cold).filter_map(p).map(|f| f.prompt_tokens as f64)),
             prefill_tokens_per_s: Stat::of(
@@ -806,8 +876,17 @@ fn summarize(
         ttft_ms: median(&|(_, f)| f.ttft_ms),
         model_total_ms: median(&|(_, f)| f.total_ms),
         postprocess_ms: median(&|(_, f)| f.postprocess_ms),
-        outside_ms: median(&|(s, f)| s.latency_ms - f.context_ms - f.total_ms - f.postprocess_ms),
+        // A generation made ahead ran before the request: the request did not wait for it.
+        outside_ms: Stat::of(
+            model_calls
+                .iter()
+                .filter(|(_, f)| f.cache.as_deref() != Some("ahead"))
+                .map(|(s, f)| s.latency_ms - f.context_ms - f.total_ms - f.postprocess_ms),
+        )
+        .map(|s| s.p50),
     };
+    let answered_ahead = |s: &&Sample| s.server.as_ref().is_some_and(|f| f.cache.as_deref() == Some("ahead"));
+    let model_call = |s: &&Sample| s.server.as_ref().is_some_and(|f| f.cache.is_none());
     TraceReport {
         name: trace.name.clone(),
         description: trace.description.clone(),
@@ -824,6 +903,9 @@ fn summarize(
         targets,
         same_text,
         breakdown,
+        ahead: None,
+        latency_answered_ahead_ms: Stat::of(samples.iter().filter(answered_ahead).map(|s| s.latency_ms)),
+        latency_model_call_ms: Stat::of(samples.iter().filter(model_call).map(|s| s.latency_ms)),
         samples,
     }
 }
@@ -905,6 +987,12 @@ pub fn print_text(report: &Report) {
             None,
         );
         row(
+            "requests restoring a saved KV state (tokens)".into(),
+            format!("{} ({} tok)", g.restores, g.restored_total),
+            p.map(|_| "-".into()),
+            None,
+        );
+        row(
             format!("cold TTFT ms at {} prompt tokens, median", fmt0(g.cold_prompt_tokens.map(|s| s.p50))),
             fmt0(g.cold_ttft_ms.map(|s| s.p50)),
             p.map(|p| fmt0(p.cold_ttft_ms.map(|s| s.p50))),
@@ -944,6 +1032,22 @@ pub fn print_text(report: &Report) {
             fmt1(b.postprocess_ms),
             fmt1(b.outside_ms)
         );
+        match &t.ahead {
+            Some(a) => println!(
+                "  generated ahead on keystrokes: {} started, {} completed ({} tokens decoded), {} cancelled by the next keystroke; \
+                 {} of {} requests answered by one (latency p50/p95 {}), {} called the model themselves ({})",
+                a.started,
+                a.completed,
+                a.tokens,
+                a.cancelled,
+                t.latency_answered_ahead_ms.map_or(0, |s| s.n),
+                t.requests * t.runs,
+                pair(t.latency_answered_ahead_ms),
+                t.latency_model_call_ms.map_or(0, |s| s.n),
+                pair(t.latency_model_call_ms),
+            ),
+            None => println!("  generating ahead off (completion.generateAhead false): every request called the model itself"),
+        }
         if let Some((same, of)) = t.same_text {
             println!("  same output: llama-server's text contains ghostline's suggestion in {same} of {of} requests");
         }

@@ -69,8 +69,10 @@ pub struct MemorySample {
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Answers {
-    /// The engine ran the model.
+    /// The engine ran the model for the request.
     pub model: usize,
+    /// The model ran ahead, on the keystroke before the request (`completion.generateAhead`).
+    pub ahead: usize,
     /// Answered from the suggestion cache (the same prompt as an earlier request).
     pub prompt_cache: usize,
     /// Answered from the previous suggestion (typed-ahead; off in the soak).
@@ -262,6 +264,7 @@ impl Soak {
                 (false, _) => self.answers.unmatched += 1,
                 (true, None) => self.answers.model += 1,
                 (true, Some("prompt")) => self.answers.prompt_cache += 1,
+                (true, Some("ahead")) => self.answers.ahead += 1,
                 (true, Some(_)) => self.answers.typed_ahead += 1,
             }
             after(self.done);
@@ -395,8 +398,8 @@ pub fn print_text(r: &Report) {
     );
     let a = &r.answers;
     println!(
-        "answered by        the model {}, the suggestion cache {}, typed-ahead {}, not matched {} ({} empty)",
-        a.model, a.prompt_cache, a.typed_ahead, a.unmatched, a.empty
+        "answered by        the model {} on the request, {} ahead on the keystroke, the suggestion cache {}, typed-ahead {}, not matched {} ({} empty)",
+        a.model, a.ahead, a.prompt_cache, a.typed_ahead, a.unmatched, a.empty
     );
     println!("errors             {}", r.errors);
     for e in &r.error_messages {

@@ -9,6 +9,8 @@ use crate::syntax::{self, Spec};
 
 /// Documents larger than this get no syntax tree (the window strategy still works).
 pub const MAX_SYNTAX_BYTES: usize = 2 << 20;
+/// An edit inserting more than this is not typing (see [`Document::typed_cursor`]).
+pub const MAX_TYPED_BYTES: usize = 4096;
 
 pub struct Document {
     pub rope: Rope,
@@ -102,6 +104,22 @@ impl Document {
         }
     }
 
+    /// Where the cursor will be after `changes` if they look like typing: one range edit that
+    /// inserts up to [`MAX_TYPED_BYTES`] (a key, an auto-indented line break, an accepted
+    /// suggestion, a paste) or deletes (Backspace); inside an auto-closed pair (`()`, `""`) when
+    /// that is what was inserted. A char index into the text after the change; `None` for other
+    /// changes (the whole text, several edits at once), which say nothing of a cursor. Call
+    /// before applying them.
+    pub fn typed_cursor(&self, changes: &[TextDocumentContentChangeEvent], enc: Encoding) -> Option<usize> {
+        let [TextDocumentContentChangeEvent::TextDocumentContentChangePartial(c)] = changes else { return None };
+        if c.text.len() > MAX_TYPED_BYTES {
+            return None;
+        }
+        let start = encoding::to_char_clamped(&self.rope, c.range.start, enc);
+        let pair = matches!(c.text.as_str(), "()" | "[]" | "{}" | "\"\"" | "''" | "``");
+        Some(start + if pair { 1 } else { c.text.chars().count() })
+    }
+
     /// The text for the engine at `pos`: the whole document with its tree when it has one, else
     /// the lines from `before` above the cursor's line to `after` below it.
     pub fn snapshot(&self, pos: Position, enc: Encoding, before: usize, after: usize) -> Result<Snapshot, encoding::OutOfRange> {
@@ -110,7 +128,8 @@ impl Document {
             (0, self.rope.len_chars())
         } else {
             let line = self.rope.char_to_line(cursor_char);
-            let first = line.saturating_sub(before);
+            // From a multiple of LINE_STEP, as the window strategy cuts (see there).
+            let first = line.saturating_sub(before) / crate::context::LINE_STEP * crate::context::LINE_STEP;
             let last = (line + after + 1).min(self.rope.len_lines());
             (self.rope.line_to_char(first), self.rope.line_to_char(last))
         };
@@ -183,6 +202,27 @@ mod tests {
         assert_tree_matches(&d);
     }
 
+    /// The cursor after typing-like edits, as a char index of the text after them.
+    #[test]
+    fn typed_cursor_follows_keys_backspace_and_auto_closed_pairs() {
+        let mut d = Document::new("ab🦀\ncd\n", 1, "python".into());
+        let after = |d: &mut Document, change: TextDocumentContentChangeEvent| {
+            let at = d.typed_cursor(std::slice::from_ref(&change), Encoding::Utf16);
+            d.apply_all(&[change], Encoding::Utf16);
+            at.map(|c| (d.rope.slice(..c).to_string(), d.rope.slice(c..).to_string()))
+        };
+        let split = |a: &str, b: &str| Some((a.to_owned(), b.to_owned()));
+        assert_eq!(after(&mut d, edit(0, 4, 0, 4, "x")), split("ab🦀x", "\ncd\n")); // after a surrogate pair
+        assert_eq!(after(&mut d, edit(0, 5, 0, 5, "\n    ")), split("ab🦀x\n    ", "\ncd\n")); // auto-indent
+        assert_eq!(after(&mut d, edit(1, 4, 1, 4, "()")), split("ab🦀x\n    (", ")\ncd\n")); // inside the pair
+        assert_eq!(after(&mut d, edit(1, 4, 1, 5, "")), split("ab🦀x\n    ", ")\ncd\n")); // Backspace
+        assert_eq!(after(&mut d, edit(1, 0, 2, 1, "")), split("ab🦀x\n", "d\n")); // a deleted selection
+        // Several edits at once, the whole text, a huge paste: no cursor to guess.
+        assert_eq!(d.typed_cursor(&[edit(0, 0, 0, 0, "a"), edit(1, 0, 1, 0, "b")], Encoding::Utf16), None);
+        assert_eq!(d.typed_cursor(&[TextDocumentContentChangeWholeDocument { text: "x".into() }.into()], Encoding::Utf16), None);
+        assert_eq!(d.typed_cursor(&[edit(0, 0, 0, 0, &"x".repeat(MAX_TYPED_BYTES + 1))], Encoding::Utf16), None);
+    }
+
     #[test]
     fn snapshot_is_the_whole_text_with_a_tree_or_a_window_without() {
         let d = Document::new("a\nb\nc🦀d\ne\nf\n", 1, "python".into());
@@ -191,8 +231,8 @@ mod tests {
         assert!(s.syntax.is_some());
         let d = Document::new("a\nb\nc🦀d\ne\nf\n", 1, "plaintext".into());
         let s = d.snapshot(Position { line: 2, character: 3 }, Encoding::Utf16, 1, 1).unwrap();
-        assert_eq!(s.text, "b\nc🦀d\ne\n");
-        assert_eq!(&s.text[..s.cursor], "b\nc🦀");
+        assert_eq!(s.text, "a\nb\nc🦀d\ne\n"); // from line 0: a multiple of LINE_STEP
+        assert_eq!(&s.text[..s.cursor], "a\nb\nc🦀");
         assert!(s.syntax.is_none());
         assert!(d.snapshot(Position { line: 9, character: 0 }, Encoding::Utf16, 1, 1).is_err());
     }

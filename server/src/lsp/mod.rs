@@ -47,8 +47,8 @@ pub struct Backend {
     encoding: RwLock<Encoding>,
     config: RwLock<Config>,
     engine: RwLock<Option<Arc<Engine>>>,
-    /// The running completion per document; a newer one cancels it.
-    inflight: Mutex<HashMap<Uri, CancelFlag>>,
+    /// The work running per document; a change or a request for another cursor cancels it.
+    inflight: Mutex<HashMap<Uri, Inflight>>,
     /// Set in `initialize`, shown once the client is ready for messages.
     init_messages: Mutex<Vec<(MessageType, String)>>,
     work_done_progress: RwLock<bool>,
@@ -95,6 +95,23 @@ struct CancelOnDrop(CancelFlag);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
+    }
+}
+
+/// The model work running for one document: the generation started ahead on its last
+/// keystroke and the requests since. A change, or a request for a cursor the generation ahead
+/// was not made for, cancels all of it.
+#[derive(Default)]
+struct Inflight {
+    flags: Vec<CancelFlag>,
+    /// The version and cursor the generation ahead is for.
+    ahead: Option<(i32, Position)>,
+}
+
+impl Inflight {
+    fn cancel(&mut self) {
+        self.flags.drain(..).for_each(|f| f.cancel());
+        self.ahead = None;
     }
 }
 
@@ -178,7 +195,8 @@ impl Backend {
     }
 
     /// `ghostline/lastTimings`: what the engine measured for the last completion it answered
-    /// (shown or not), with its prompt's token ids; `null` before any. Used by `ghostline
+    /// (shown or not), with its prompt's token ids and what became of the generations made
+    /// ahead so far; `null` before any. Used by `ghostline
     /// bench`; normal responses carry no timings.
     async fn last_timings(&self) -> Result<Option<Value>> {
         Ok(self.last_timings.lock().unwrap_or_else(PoisonError::into_inner).clone())
@@ -257,8 +275,15 @@ impl Backend {
         };
 
         let cancel = CancelFlag::new();
-        if let Some(previous) = self.inflight.lock().unwrap_or_else(PoisonError::into_inner).insert(uri.clone(), cancel.clone()) {
-            previous.cancel();
+        {
+            let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
+            let work = inflight.entry(uri.clone()).or_default();
+            // The generation ahead for this very cursor is this request's answer in the making:
+            // queue behind it (the model thread then finds it in its suggestion cache).
+            if work.ahead != Some((snap.version, params.position)) {
+                work.cancel();
+            }
+            work.flags.push(cancel.clone());
         }
         let _guard = CancelOnDrop(cancel.clone());
         let input = Input {
@@ -273,6 +298,7 @@ impl Backend {
             *self.last_timings.lock().unwrap_or_else(PoisonError::into_inner) = Some(serde_json::json!({
                 "uri": uri, "version": snap.version, "position": params.position, "shown": shown,
                 "text": s.text, "timings": s.timings, "prompt": s.timings.prompt,
+                "ahead": engine.model.ahead_stats().json(),
             }));
         }
         match result {
@@ -471,8 +497,8 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
-        for flag in self.inflight.lock().unwrap_or_else(PoisonError::into_inner).values() {
-            flag.cancel();
+        for work in self.inflight.lock().unwrap_or_else(PoisonError::into_inner).values_mut() {
+            work.cancel();
         }
         Ok(())
     }
@@ -495,12 +521,32 @@ impl LanguageServer for Backend {
                 tracing::warn!(uri = uri.0.as_str(), "didChange for a document that is not open");
                 return;
             };
+            let typed = doc.typed_cursor(&params.content_changes, enc);
             doc.apply_all(&params.content_changes, enc);
             doc.version = params.text_document.version;
+            let engine = self.engine().filter(|e| e.config.enabled && e.config.generate_ahead && !e.model.thread_died());
+            let ahead = match (typed, &engine) {
+                (Some(at), Some(e)) => {
+                    let position = encoding::from_char(&doc.rope, at, enc);
+                    doc.snapshot(position, enc, e.config.lines_before as usize, e.config.lines_after as usize)
+                        .ok()
+                        .map(|snap| (position, snap))
+                }
+                _ => None,
+            };
             drop(docs);
             // The text moved on: whatever was computing for the old text is wasted work.
-            if let Some(flag) = self.inflight.lock().unwrap_or_else(PoisonError::into_inner).get(&uri) {
-                flag.cancel();
+            self.inflight.lock().unwrap_or_else(PoisonError::into_inner).entry(uri.clone()).or_default().cancel();
+            // Start on the suggestion the editor will ask for after its debounce.
+            if let (Some((position, snap)), Some(engine)) = (ahead, engine) {
+                let cancel = CancelFlag::new();
+                let input = Input { text: &snap.text, cursor: snap.cursor, syntax: snap.syntax.as_ref().map(|(s, t)| (*s, t)) };
+                if engine.generate_ahead(input, cancel.clone()) {
+                    let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
+                    let work = inflight.entry(uri).or_default();
+                    work.flags.push(cancel);
+                    work.ahead = Some((snap.version, position));
+                }
             }
         })
         .await
@@ -510,8 +556,8 @@ impl LanguageServer for Backend {
         contained_notification("textDocument/didClose", async move {
             let uri = params.text_document.uri;
             self.docs.lock().unwrap_or_else(PoisonError::into_inner).remove(&uri);
-            if let Some(flag) = self.inflight.lock().unwrap_or_else(PoisonError::into_inner).remove(&uri) {
-                flag.cancel();
+            if let Some(mut work) = self.inflight.lock().unwrap_or_else(PoisonError::into_inner).remove(&uri) {
+                work.cancel();
             }
         })
         .await

@@ -20,11 +20,20 @@ use super::cache::Lru;
 
 /// Lines whose token counts are remembered, at most (then the memo starts again).
 const LINE_COUNTS: usize = 50_000;
-use super::{check_model_file, CacheHit, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
+use super::{check_model_file, AheadStats, CacheHit, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
 use crate::config::ModelConfig;
 use crate::prompt::{self, PromptFormat, Token};
 
 mod chat;
+mod states;
+
+use states::{common_prefix, Saved, SavedStates};
+
+/// Prompt tokens a new prompt must drop from the context before the context's state is saved
+/// (see `states`), and the tokens a saved state must add to what the context still holds before
+/// it is restored: below these, decoding again costs less than copying the state.
+const SAVE_MIN: usize = 64;
+const RESTORE_MIN: usize = 32;
 
 /// Suggestions remembered by prompt.
 const SUGGESTION_CACHE: usize = 256;
@@ -55,10 +64,11 @@ pub(super) fn run(
     sampling: Sampling,
     status: watch::Sender<ModelStatus>,
     jobs: mpsc::Receiver<Job>,
+    ahead: &AheadStats,
 ) {
     let mut pending = None;
     loop {
-        match load_and_serve(&path, &config, sampling, &status, &jobs, pending.take()) {
+        match load_and_serve(&path, &config, sampling, &status, &jobs, pending.take(), ahead) {
             Served::Closed => break,
             Served::Failed(message) => return fail(message, &status, jobs),
             Served::Idle(info) => {
@@ -94,6 +104,7 @@ fn load_and_serve(
     status: &watch::Sender<ModelStatus>,
     jobs: &mpsc::Receiver<Job>,
     pending: Option<Job>,
+    ahead: &AheadStats,
 ) -> Served {
     let started = Instant::now();
     status.send_replace(ModelStatus::Loading { progress: 0.0 });
@@ -175,12 +186,33 @@ fn load_and_serve(
             let why = crate::fault::last_panic().unwrap_or_default();
             Err(GenerateError::Failed(format!("internal error in the model thread ({why}); recovered")))
         });
+        if let Job::Complete { request, .. } = &job {
+            count_ahead(ahead, request.ahead, &result);
+        }
         job.reply(result);
     }
     // Idle for keepAlive: free the context, then the model.
     drop(worker);
     drop(model);
     Served::Idle(info)
+}
+
+/// Counts what became of a generation made ahead, and the requests that one answered.
+fn count_ahead(stats: &AheadStats, ahead: bool, result: &Result<Generation, GenerateError>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    match (ahead, result) {
+        (true, Ok(g)) => {
+            stats.completed.fetch_add(1, Relaxed);
+            stats.tokens.fetch_add(g.timings.prefill_tokens + g.timings.generated_tokens, Relaxed);
+        }
+        (true, Err(GenerateError::Cancelled)) => {
+            stats.cancelled.fetch_add(1, Relaxed);
+        }
+        (false, Ok(g)) if g.timings.cache == Some(CacheHit::Ahead) => {
+            stats.used.fetch_add(1, Relaxed);
+        }
+        _ => {}
+    }
 }
 
 /// Waits for the next job that is not already cancelled (a cancelled one needs no model);
@@ -235,6 +267,15 @@ fn fail(message: String, status: &watch::Sender<ModelStatus>, jobs: mpsc::Receiv
     }
 }
 
+/// A suggestion in the cache: the raw text, the tokens generated for it, and, until a request
+/// takes it, the timings of the generation made ahead of that request.
+#[derive(Clone)]
+struct Made {
+    text: String,
+    generated: usize,
+    ahead: Option<Timings>,
+}
+
 struct Worker<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
@@ -244,8 +285,12 @@ struct Worker<'m> {
     extra_stops: Vec<Token>,
     /// Tokens whose KV entries are in the context, in position order.
     cached: Vec<LlamaToken>,
+    /// How many of `cached` were prompt (the rest were generated after it).
+    cached_prompt: usize,
+    /// Earlier prompts' KV states, for coming back to them.
+    saved: SavedStates,
     /// Generated text by prompt (tokens, stop rule and token cap hashed together).
-    suggestions: Lru<u64, (String, usize)>,
+    suggestions: Lru<u64, Made>,
     /// Token counts of single lines (by hash), for fitting the context to the budget: between
     /// two keystrokes only the cursor's line changes, so each request tokenizes one short line
     /// here instead of the whole context several times over.
@@ -304,6 +349,8 @@ impl<'m> Worker<'m> {
             bos,
             extra_stops,
             cached: Vec::new(),
+            cached_prompt: 0,
+            saved: SavedStates::default(),
             suggestions: Lru::new(SUGGESTION_CACHE),
             line_counts: Default::default(),
             outline_tokens: Default::default(),
@@ -326,6 +373,7 @@ impl<'m> Worker<'m> {
     fn forget_cache(&mut self) {
         self.ctx.clear_kv_cache();
         self.cached.clear();
+        self.saved.clear();
     }
 
     fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
@@ -393,41 +441,49 @@ impl<'m> Worker<'m> {
             max_tokens.hash(&mut h);
             h.finish()
         };
-        if let Some((text, generated)) = self.suggestions.get(&key) {
-            timings.cache = Some(CacheHit::Prompt);
-            timings.generated_tokens = generated;
-            timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
-            timings.ttft_ms = timings.total_ms;
-            return Ok(Generation { text, timings });
+        if let Some(made) = self.suggestions.get(&key) {
+            if request.ahead {
+                return Ok(Generation { text: made.text, timings });
+            }
+            let timings = match made.ahead.clone() {
+                // The first request for a prompt generated ahead: report that generation.
+                Some(ahead) => {
+                    self.suggestions.put(key, Made { ahead: None, ..made.clone() });
+                    Timings { cache: Some(CacheHit::Ahead), prompt: timings.prompt, ..ahead }
+                }
+                None => {
+                    timings.cache = Some(CacheHit::Prompt);
+                    timings.generated_tokens = made.generated;
+                    timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
+                    timings.ttft_ms = timings.total_ms;
+                    timings
+                }
+            };
+            return Ok(Generation { text: made.text, timings });
         }
 
         let stop = |text: &str| request.stop.check(text);
-        let text = self.prefill_and_decode(&prompt, &request.cancel, max_tokens, &stop, true, start, &mut timings)?;
-        self.suggestions.put(key, (text.clone(), timings.generated_tokens));
+        let run = Run { cancel: &request.cancel, max_tokens, stop: &stop, fim_stops: true };
+        let text = self.prefill_and_decode(&prompt, &run, start, &mut timings)?;
+        let ahead = request.ahead.then(|| Timings { prompt: Vec::new(), ..timings.clone() });
+        self.suggestions.put(key, Made { text: text.clone(), generated: timings.generated_tokens, ahead });
         Ok(Generation { text, timings })
     }
 
     /// The shared generation loop of completions and chats: brings the KV cache to `prompt`
-    /// (in `n_batch` chunks, checking `cancel`), then generates greedily (repetition penalty,
-    /// no randomness) until an end-of-generation token (with `fim_stops`, also the FIM pad,
-    /// repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
+    /// (in `n_batch` chunks, checking `cancel`), then generates greedily (repetition
+    /// penalty, no randomness) until an end-of-generation token (with `fim_stops`, also the FIM
+    /// pad, repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
     /// context. Fills `timings` but for the prompt fields; returns the text kept.
-    fn prefill_and_decode(
-        &mut self,
-        prompt: &[LlamaToken],
-        cancel: &super::CancelFlag,
-        max_tokens: usize,
-        stop: &dyn Fn(&str) -> Option<usize>,
-        fim_stops: bool,
-        start: Instant,
-        timings: &mut Timings,
-    ) -> Result<String, GenerateError> {
+    fn prefill_and_decode(&mut self, prompt: &[LlamaToken], run: &Run<'_>, start: Instant, timings: &mut Timings) -> Result<String, GenerateError> {
+        let Run { cancel, max_tokens, stop, fim_stops } = *run;
         let n_ctx = self.ctx.n_ctx() as usize;
-        let reused = self.prefill(prompt, cancel).map_err(|e| match e {
+        let (reused, restored) = self.prefill(prompt, cancel).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,
             PrefillError::Decode(m) => GenerateError::Failed(m),
         })?;
         timings.reused_tokens = reused;
+        timings.restored_tokens = restored;
         timings.prefill_tokens = prompt.len() - reused;
 
         let mut sampler = LlamaSampler::chain_simple([
@@ -482,16 +538,26 @@ impl<'m> Worker<'m> {
         Ok(all[..cut.unwrap_or(all.len()).min(all.len())].to_owned())
     }
 
-    /// Brings the KV cache to exactly `prompt`, decoding only what differs from what is cached,
-    /// and leaves the batch holding the last prompt token's logits. Returns the reused count.
-    fn prefill(&mut self, prompt: &[LlamaToken], cancel: &super::CancelFlag) -> Result<usize, PrefillError> {
-        let mut keep = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count();
+    /// Brings the KV cache to exactly `prompt`, decoding only what differs from what is cached
+    /// (or from a saved state that holds more of it), and leaves the batch holding the last
+    /// prompt token's logits. Returns the reused count and, of it, the restored count.
+    fn prefill(&mut self, prompt: &[LlamaToken], cancel: &super::CancelFlag) -> Result<(usize, usize), PrefillError> {
+        let mut keep = common_prefix(&self.cached, prompt);
+        let mut restored = 0;
+        if self.cached_prompt.min(self.cached.len()) >= keep + SAVE_MIN {
+            self.save_state();
+        }
+        if let Some((i, n)) = self.saved.best(prompt).filter(|&(_, n)| n >= keep + RESTORE_MIN) {
+            (keep, restored) = if self.restore_state(i) { (n, n) } else { (0, 0) };
+        }
         // The last prompt token is always decoded: its logits start the generation.
         keep = keep.min(prompt.len() - 1);
+        restored = restored.min(keep);
         self.ctx
             .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
             .map_err(|e| PrefillError::Decode(e.to_string()))?;
         self.cached.truncate(keep);
+        self.cached_prompt = keep;
         for chunk in prompt[keep..].chunks(self.n_batch) {
             if cancel.is_cancelled() {
                 return Err(PrefillError::Cancelled);
@@ -511,9 +577,60 @@ impl<'m> Worker<'m> {
                 return Err(PrefillError::Decode(e.to_string()));
             }
             self.cached.extend_from_slice(chunk);
+            self.cached_prompt = self.cached.len();
         }
-        Ok(keep)
+        Ok((keep, restored))
     }
+
+    /// Saves the context's prompt tokens and their KV state (the tokens generated after them
+    /// are dropped first), unless a saved state already holds them.
+    fn save_state(&mut self) {
+        let n = self.cached_prompt.min(self.cached.len());
+        if self.saved.covers(&self.cached[..n]) {
+            return;
+        }
+        if self.ctx.clear_kv_cache_seq(Some(0), Some(n as u32), None).is_err() {
+            return;
+        }
+        self.cached.truncate(n);
+        match self.ctx.state_seq_get(0, Default::default()) {
+            Ok(state) => self.saved.put(Saved { tokens: self.cached.clone(), state }),
+            Err(e) => tracing::warn!("cannot save the KV state of {n} tokens: {e}"),
+        }
+    }
+
+    /// Puts saved state `i` in the context in place of what it holds. False (with the context
+    /// left empty) when llama.cpp refuses it.
+    fn restore_state(&mut self, i: usize) -> bool {
+        let restored = {
+            let saved = self.saved.get(i);
+            let _ = self.ctx.clear_kv_cache_seq(Some(0), None, None);
+            self.ctx.state_seq_set(&saved.state, 0).map(|()| saved.tokens.clone())
+        };
+        match restored {
+            Ok(tokens) => {
+                self.cached_prompt = tokens.len();
+                self.cached = tokens;
+                true
+            }
+            Err(e) => {
+                tracing::warn!("cannot restore a saved KV state ({e}); decoding the prompt instead");
+                self.saved.remove(0);
+                self.ctx.clear_kv_cache();
+                self.cached.clear();
+                false
+            }
+        }
+    }
+}
+
+/// How one generation runs: see [`Worker::prefill_and_decode`].
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    cancel: &'a super::CancelFlag,
+    max_tokens: usize,
+    stop: &'a dyn Fn(&str) -> Option<usize>,
+    fim_stops: bool,
 }
 
 enum PrefillError {

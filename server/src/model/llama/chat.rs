@@ -46,7 +46,8 @@ impl Worker<'_> {
             )));
         }
         timings.prompt_tokens = prompt.len();
-        let text = self.prefill_and_decode(&prompt, &request.cancel, max_tokens, &*request.stop, false, start, &mut timings)?;
+        let run = super::Run { cancel: &request.cancel, max_tokens, stop: &*request.stop, fim_stops: false };
+        let text = self.prefill_and_decode(&prompt, &run, start, &mut timings)?;
         Ok(Generation { text, timings })
     }
 }
