@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::watch;
 use tree_sitter::Tree;
 
 use crate::config::CompletionConfig;
@@ -31,6 +32,26 @@ pub struct Input<'a> {
     pub syntax: Option<(&'static Spec, &'a Tree)>,
 }
 
+/// An [`Input`] that owns its text and tree, for work that outlives the caller.
+pub struct OwnedInput {
+    pub text: String,
+    pub cursor: usize,
+    pub syntax: Option<(&'static Spec, Tree)>,
+}
+
+impl OwnedInput {
+    pub fn input(&self) -> Input<'_> {
+        Input { text: &self.text, cursor: self.cursor, syntax: self.syntax.as_ref().map(|(s, t)| (*s, t)) }
+    }
+}
+
+/// The generation started ahead on the last keystroke: which text and cursor it is for, and
+/// its suggestion once made (`None` while it runs).
+struct Ahead {
+    key: u64,
+    done: watch::Receiver<Option<Result<Suggestion, GenerateError>>>,
+}
+
 /// Completes code with one model.
 pub struct Engine {
     /// Shared with the engines that replace this one when only completion settings change
@@ -39,6 +60,7 @@ pub struct Engine {
     pub config: CompletionConfig,
     /// The last suggestion shown, for typed-ahead reuse.
     last: Mutex<Option<Shown>>,
+    ahead: Mutex<Option<Ahead>>,
 }
 
 /// A suggestion and the text around the cursor it was made for.
@@ -51,14 +73,14 @@ struct Shown {
 
 impl Engine {
     pub fn new(model: ModelHandle, config: CompletionConfig) -> Self {
-        Engine { model: Arc::new(model), config, last: Mutex::new(None) }
+        Engine { model: Arc::new(model), config, last: Mutex::new(None), ahead: Mutex::new(None) }
     }
 
     /// The same model (thread, KV cache and suggestion cache) with other completion settings.
     /// Only settings read per request change this way; the sampling the model thread was
     /// started with stays (see `crate::model::Sampling`).
     pub fn with_config(&self, config: CompletionConfig) -> Self {
-        Engine { model: Arc::clone(&self.model), config, last: Mutex::new(None) }
+        Engine { model: Arc::clone(&self.model), config, last: Mutex::new(None), ahead: Mutex::new(None) }
     }
 
     pub async fn complete(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
@@ -68,11 +90,10 @@ impl Engine {
         if let Some(s) = self.typed_ahead(input) {
             return Ok(s);
         }
-        let started = std::time::Instant::now();
-        let request = self.request(input, cancel);
-        let context_ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut suggestion = self.run(input, request).await?;
-        suggestion.timings.context_ms = context_ms;
+        let suggestion = match self.made_ahead(input).await {
+            Some(s) => s,
+            None => self.generate(input, cancel).await?,
+        };
         if self.config.typed_ahead && !suggestion.text.is_empty() {
             let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
             *self.last.lock().unwrap() = Some(Shown {
@@ -85,15 +106,56 @@ impl Engine {
         Ok(suggestion)
     }
 
-    /// Starts generating for `input` ahead of any request (`completion.generateAhead`): the
-    /// model thread keeps the answer in its suggestion cache, where [`Engine::complete`] for the
-    /// same text and cursor finds it, or queues behind it while it is still running. Returns at
-    /// once; false when nothing was started (binary text, typed-ahead would answer, no model).
-    pub fn generate_ahead(&self, input: Input<'_>, cancel: CancelFlag) -> bool {
+    /// The suggestion generated ahead for exactly this text and cursor, waiting for it if it
+    /// is still being made; `None` when there is none (or it was cancelled or failed).
+    async fn made_ahead(&self, input: Input<'_>) -> Option<Suggestion> {
+        let key = ahead_key(input);
+        let mut done = self.ahead.lock().unwrap().as_ref().filter(|a| a.key == key)?.done.clone();
+        let made = done.wait_for(Option::is_some).await.ok()?.clone()?;
+        let mut suggestion = made.ok()?;
+        // Made by the model ahead (unless the suggestion cache had answered it).
+        suggestion.timings.cache.get_or_insert(CacheHit::Ahead);
+        self.model.ahead_stats().used.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(suggestion)
+    }
+
+    /// Starts generating for `input` ahead of any request (`completion.generateAhead`): a
+    /// [`Engine::complete`] for the same text and cursor then takes its suggestion, waiting for
+    /// it if needed. Returns at once; false when nothing was started (binary text, typed-ahead
+    /// would answer, no model). Needs a tokio runtime.
+    pub fn generate_ahead(&self, owned: OwnedInput, cancel: CancelFlag) -> bool {
+        let input = owned.input();
         if looks_binary(input.text, input.cursor) || self.typed_ahead(input).is_some() {
             return false;
         }
-        self.model.generate_ahead(self.request(input, cancel))
+        let key = ahead_key(input);
+        let started = std::time::Instant::now();
+        let request = self.request(input, cancel);
+        let context_ms = started.elapsed().as_secs_f64() * 1e3;
+        let (stop, strategy) = (request.stop.clone(), request.context.strategy);
+        let Some(answer) = self.model.generate_ahead(request) else { return false };
+        let (tx, done) = watch::channel(None);
+        *self.ahead.lock().unwrap() = Some(Ahead { key, done });
+        tokio::spawn(async move {
+            let result = answer.await.unwrap_or_else(|_| Err(GenerateError::Unavailable(crate::model::THREAD_STOPPED.into())));
+            let made = result.map(|generation| {
+                let mut s = finish(owned.input(), &stop, strategy, generation);
+                s.timings.context_ms = context_ms;
+                s
+            });
+            let _ = tx.send(Some(made));
+        });
+        true
+    }
+
+    /// Runs the model for `input` (context, model thread, post-processing).
+    async fn generate(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
+        let started = std::time::Instant::now();
+        let request = self.request(input, cancel);
+        let context_ms = started.elapsed().as_secs_f64() * 1e3;
+        let mut suggestion = self.run(input, request).await?;
+        suggestion.timings.context_ms = context_ms;
+        Ok(suggestion)
     }
 
     /// When the user has typed the start of the last suggestion (and changed nothing else),
@@ -123,17 +185,7 @@ impl Engine {
         let stop = request.stop.clone();
         let strategy = request.context.strategy;
         let generation = self.model.generate(request).await?;
-        if crate::config::log_code() {
-            tracing::trace!(raw = ?generation.text, "generated");
-        }
-        let started = std::time::Instant::now();
-        let mut text = stop.finish(&generation.text);
-        if let Some((spec, tree)) = input.syntax {
-            text = postprocess::syntax::keep_if_parse_not_worse(spec, tree, input.text, input.cursor, &text);
-        }
-        let mut timings = generation.timings;
-        timings.postprocess_ms = started.elapsed().as_secs_f64() * 1e3;
-        Ok(Suggestion { text, timings, strategy })
+        Ok(finish(input, &stop, strategy, generation))
     }
 
     /// The request the model thread gets for this cursor.
@@ -184,6 +236,27 @@ impl Engine {
             ahead: false,
         }
     }
+}
+
+/// The generated text cut at the stop rule and checked against the syntax tree.
+fn finish(input: Input<'_>, stop: &StopRule, strategy: Strategy, generation: crate::model::Generation) -> Suggestion {
+    if crate::config::log_code() {
+        tracing::trace!(raw = ?generation.text, "generated");
+    }
+    let started = std::time::Instant::now();
+    let mut text = stop.finish(&generation.text);
+    if let Some((spec, tree)) = input.syntax {
+        text = postprocess::syntax::keep_if_parse_not_worse(spec, tree, input.text, input.cursor, &text);
+    }
+    let mut timings = generation.timings;
+    timings.postprocess_ms = started.elapsed().as_secs_f64() * 1e3;
+    Suggestion { text, timings, strategy }
+}
+
+/// Identifies a text and cursor, to match a request with the generation made ahead for it.
+fn ahead_key(input: Input<'_>) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((input.text, input.cursor))
 }
 
 /// Whether the text around the cursor is binary data rather than code: a NUL, or more than

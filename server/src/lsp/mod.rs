@@ -21,7 +21,7 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 use crate::config::{self, Config};
-use crate::engine::{Engine, Input, Suggestion};
+use crate::engine::{Engine, Input, OwnedInput, Suggestion};
 use crate::model::{CancelFlag, GenerateError, ModelHandle, ModelStatus, Sampling};
 use document::Document;
 use encoding::Encoding;
@@ -540,12 +540,13 @@ impl LanguageServer for Backend {
             // Start on the suggestion the editor will ask for after its debounce.
             if let (Some((position, snap)), Some(engine)) = (ahead, engine) {
                 let cancel = CancelFlag::new();
-                let input = Input { text: &snap.text, cursor: snap.cursor, syntax: snap.syntax.as_ref().map(|(s, t)| (*s, t)) };
+                let version = snap.version;
+                let input = OwnedInput { text: snap.text, cursor: snap.cursor, syntax: snap.syntax };
                 if engine.generate_ahead(input, cancel.clone()) {
                     let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
                     let work = inflight.entry(uri).or_default();
                     work.flags.push(cancel);
-                    work.ahead = Some((snap.version, position));
+                    work.ahead = Some((version, position));
                 }
             }
         })

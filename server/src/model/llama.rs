@@ -208,9 +208,6 @@ fn count_ahead(stats: &AheadStats, ahead: bool, result: &Result<Generation, Gene
         (true, Err(GenerateError::Cancelled)) => {
             stats.cancelled.fetch_add(1, Relaxed);
         }
-        (false, Ok(g)) if g.timings.cache == Some(CacheHit::Ahead) => {
-            stats.used.fetch_add(1, Relaxed);
-        }
         _ => {}
     }
 }
@@ -267,15 +264,6 @@ fn fail(message: String, status: &watch::Sender<ModelStatus>, jobs: mpsc::Receiv
     }
 }
 
-/// A suggestion in the cache: the raw text, the tokens generated for it, and, until a request
-/// takes it, the timings of the generation made ahead of that request.
-#[derive(Clone)]
-struct Made {
-    text: String,
-    generated: usize,
-    ahead: Option<Timings>,
-}
-
 struct Worker<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
@@ -290,7 +278,7 @@ struct Worker<'m> {
     /// Earlier prompts' KV states, for coming back to them.
     saved: SavedStates,
     /// Generated text by prompt (tokens, stop rule and token cap hashed together).
-    suggestions: Lru<u64, Made>,
+    suggestions: Lru<u64, (String, usize)>,
     /// Token counts of single lines (by hash), for fitting the context to the budget: between
     /// two keystrokes only the cursor's line changes, so each request tokenizes one short line
     /// here instead of the whole context several times over.
@@ -441,32 +429,18 @@ impl<'m> Worker<'m> {
             max_tokens.hash(&mut h);
             h.finish()
         };
-        if let Some(made) = self.suggestions.get(&key) {
-            if request.ahead {
-                return Ok(Generation { text: made.text, timings });
-            }
-            let timings = match made.ahead.clone() {
-                // The first request for a prompt generated ahead: report that generation.
-                Some(ahead) => {
-                    self.suggestions.put(key, Made { ahead: None, ..made.clone() });
-                    Timings { cache: Some(CacheHit::Ahead), prompt: timings.prompt, ..ahead }
-                }
-                None => {
-                    timings.cache = Some(CacheHit::Prompt);
-                    timings.generated_tokens = made.generated;
-                    timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
-                    timings.ttft_ms = timings.total_ms;
-                    timings
-                }
-            };
-            return Ok(Generation { text: made.text, timings });
+        if let Some((text, generated)) = self.suggestions.get(&key) {
+            timings.cache = Some(CacheHit::Prompt);
+            timings.generated_tokens = generated;
+            timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
+            timings.ttft_ms = timings.total_ms;
+            return Ok(Generation { text, timings });
         }
 
         let stop = |text: &str| request.stop.check(text);
         let run = Run { cancel: &request.cancel, max_tokens, stop: &stop, fim_stops: true };
         let text = self.prefill_and_decode(&prompt, &run, start, &mut timings)?;
-        let ahead = request.ahead.then(|| Timings { prompt: Vec::new(), ..timings.clone() });
-        self.suggestions.put(key, Made { text: text.clone(), generated: timings.generated_tokens, ahead });
+        self.suggestions.put(key, (text.clone(), timings.generated_tokens));
         Ok(Generation { text, timings })
     }
 

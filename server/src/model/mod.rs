@@ -117,8 +117,8 @@ pub struct GenerateRequest {
     pub stop: StopRule,
     pub max_tokens: u32,
     pub cancel: CancelFlag,
-    /// Generated ahead of any request (on a keystroke): the answer goes only to the suggestion
-    /// cache, where the request that follows finds it (see [`CacheHit::Ahead`]).
+    /// Generated ahead of any request, on a keystroke (see `Engine::generate_ahead`); counted
+    /// in [`AheadStats`].
     pub ahead: bool,
 }
 
@@ -162,7 +162,8 @@ pub struct Timings {
 pub enum CacheHit {
     Prompt,
     /// Generated ahead on the keystroke before the request (`completion.generateAhead`); the
-    /// request waited only for what was left of it, if anything.
+    /// request waited only for what was left of it, if anything, and the timings are that
+    /// generation's.
     Ahead,
     TypedAhead,
 }
@@ -327,20 +328,17 @@ impl ModelHandle {
         answer.await.unwrap_or_else(|_| Err(unavailable()))
     }
 
-    /// Queues a generation ahead of any request (`request.ahead`) and returns at once: its
-    /// answer goes to the model thread's suggestion cache only. False when there is no model
-    /// thread to take it.
-    pub fn generate_ahead(&self, request: GenerateRequest) -> bool {
+    /// Queues a generation ahead of any request and returns at once with the way to its
+    /// answer; `None` when no loaded (or loading) model can take it.
+    pub fn generate_ahead(&self, request: GenerateRequest) -> Option<oneshot::Receiver<Result<Generation, GenerateError>>> {
         if !matches!(&*self.status.borrow(), ModelStatus::Ready(_) | ModelStatus::Loading { .. }) {
-            return false;
+            return None;
         }
-        let Some(jobs) = self.jobs.as_ref() else { return false };
-        let (reply, _) = oneshot::channel();
-        let sent = jobs.send(Job::Complete { request: GenerateRequest { ahead: true, ..request }, reply }).is_ok();
-        if sent {
-            self.ahead.started.fetch_add(1, Ordering::Relaxed);
-        }
-        sent
+        let jobs = self.jobs.as_ref()?;
+        let (reply, answer) = oneshot::channel();
+        jobs.send(Job::Complete { request: GenerateRequest { ahead: true, ..request }, reply }).ok()?;
+        self.ahead.started.fetch_add(1, Ordering::Relaxed);
+        Some(answer)
     }
 
     /// What became of the generations started ahead.
