@@ -1,7 +1,8 @@
 //! The completion engine: text and a cursor in, a cleaned-up suggestion out.
 //!
 //! context → prompt parts → model thread (with a stop rule) → post-processing. Knows nothing of
-//! LSP; the language server and the `complete` command both call [`Engine::complete`].
+//! LSP; the language server and the `complete` command both call [`Engine::complete`], which
+//! first looks for the suggestion [`Engine::generate_ahead`] started on the keystroke.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,11 +1,13 @@
 //! The language server: LSP over stdio (tower-lsp-server), turning editor requests into engine
 //! calls. The only module that knows LSP types.
 //!
-//! A keystroke arrives as `didChange` (applied at once, before any await), then as
+//! A keystroke arrives as `didChange` (applied at once, before any await; with
+//! `completion.generateAhead`, it also starts the suggestion for the cursor after it), then as
 //! `textDocument/inlineCompletion` (VS Code, Neovim 0.12) or `textDocument/completion` (Helix
 //! and older clients). Each completion snapshots a window of its document, supersedes the
-//! previous request on that document, asks the [`Engine`], and drops its answer if the document
-//! moved on meanwhile.
+//! previous work on that document (unless it is the generation ahead for this very cursor,
+//! which becomes its answer), asks the [`Engine`], and drops its answer if the document moved
+//! on meanwhile.
 
 pub mod actions;
 pub mod document;
