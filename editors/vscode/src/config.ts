@@ -9,7 +9,7 @@ export type Privacy = "local-only" | "redact" | "allow";
 /** What the server accepts (README "Configuration"); keys absent here keep the server's defaults. */
 export interface ServerSettings {
   model?: { path?: string; threads?: number };
-  completion?: { enabled?: boolean; maxTokens?: number };
+  completion?: { enabled?: boolean; generateAhead?: boolean; maxTokens?: number };
   cloud?: { endpoint?: string; model?: string; apiKeyEnv?: string };
   privacy?: Privacy;
   offline?: boolean;
@@ -55,6 +55,7 @@ export function toServerSettings(
   const privacy = get("privacy");
   const offline = get("offline");
   const enabled = get("completion.enabled");
+  const generateAhead = get("completion.generateAhead");
   const settings: ServerSettings = {
     model: prune({
       path: modelPath === undefined ? undefined : expandPath(modelPath, env, home),
@@ -62,6 +63,7 @@ export function toServerSettings(
     }),
     completion: prune({
       enabled: typeof enabled === "boolean" ? enabled : undefined,
+      generateAhead: typeof generateAhead === "boolean" ? generateAhead : undefined,
       maxTokens: positiveInt(get("completion.maxTokens")),
     }),
     cloud: prune({

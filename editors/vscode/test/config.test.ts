@@ -12,6 +12,7 @@ const defaults = {
   "model.path": "",
   "model.threads": null,
   "completion.enabled": true,
+  "completion.generateAhead": true,
   "completion.maxTokens": null,
   "cloud.endpoint": "",
   "cloud.model": "",
@@ -23,7 +24,7 @@ const defaults = {
 
 test("defaults send only what the server needs: no empty strings, no nulls", () => {
   assert.deepEqual(toServerSettings(reader(defaults)), {
-    completion: { enabled: true },
+    completion: { enabled: true, generateAhead: true },
     privacy: "local-only",
     offline: false,
   });
@@ -37,6 +38,7 @@ test("every setting maps to the server's camelCase key", () => {
       "model.path": "/models/qwen2.5-coder-1.5b-q4_k_m.gguf",
       "model.threads": 4,
       "completion.enabled": false,
+      "completion.generateAhead": false,
       "completion.maxTokens": 48,
       "cloud.endpoint": "http://127.0.0.1:8080/v1",
       "cloud.model": "qwen2.5-coder-7b",
@@ -48,7 +50,7 @@ test("every setting maps to the server's camelCase key", () => {
   );
   assert.deepEqual(settings, {
     model: { path: "/models/qwen2.5-coder-1.5b-q4_k_m.gguf", threads: 4 },
-    completion: { enabled: false, maxTokens: 48 },
+    completion: { enabled: false, generateAhead: false, maxTokens: 48 },
     cloud: { endpoint: "http://127.0.0.1:8080/v1", model: "qwen2.5-coder-7b", apiKeyEnv: "GHOSTLINE_API_KEY" },
     privacy: "redact",
     offline: true,
@@ -65,6 +67,7 @@ test("values of the wrong type are dropped, not sent", () => {
       "model.threads": 0,
       "completion.maxTokens": 2.5,
       "completion.enabled": "yes",
+      "completion.generateAhead": 1,
       privacy: "everything",
       offline: "true",
       "cloud.endpoint": "   ",
