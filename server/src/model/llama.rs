@@ -134,7 +134,10 @@ fn load_and_serve(
         Ok(v) => v,
         Err(message) => return Served::Failed(message),
     };
-    let mut worker = match Worker::new(backend, &model, path, &sized, sampling) {
+    // Saved KV states live in host memory: what the budget leaves after the model and context.
+    let saved_bytes = plan.as_ref().map_or(states::MAX_BYTES, |p| p.budget_bytes.saturating_sub(p.total_bytes) as usize);
+    tracing::debug!(mib = saved_bytes.min(states::MAX_BYTES) >> 20, "KV states saved in host memory, at most");
+    let mut worker = match Worker::new(backend, &model, path, &sized, sampling, saved_bytes) {
         Ok(w) => w,
         Err(message) => return Served::Failed(message),
     };
@@ -297,6 +300,7 @@ impl<'m> Worker<'m> {
         path: &std::path::Path,
         config: &ModelConfig,
         sampling: Sampling,
+        saved_bytes: usize,
     ) -> Result<Self, String> {
         let n_ctx = config.context_size.min(model.n_ctx_train().max(256));
         let n_batch = config.batch_size.min(n_ctx);
@@ -338,7 +342,7 @@ impl<'m> Worker<'m> {
             extra_stops,
             cached: Vec::new(),
             cached_prompt: 0,
-            saved: SavedStates::default(),
+            saved: SavedStates::new(saved_bytes),
             suggestions: Lru::new(SUGGESTION_CACHE),
             line_counts: Default::default(),
             outline_tokens: Default::default(),

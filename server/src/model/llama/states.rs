@@ -6,9 +6,9 @@ use llama_cpp_2::context::session::SeqState;
 use llama_cpp_2::token::LlamaToken;
 
 /// States kept at most, and their bytes at most (a 300-token SmolLM2 state is ~7 MB; 1,000
-/// tokens of a 1.5B coder ~28 MB).
+/// tokens of a 1.5B coder ~28 MB), unless the memory budget leaves less (see [`SavedStates::new`]).
 const MAX_STATES: usize = 4;
-const MAX_BYTES: usize = 256 << 20;
+pub(super) const MAX_BYTES: usize = 256 << 20;
 
 /// The prompt tokens whose KV entries a state holds, and the state.
 pub(super) struct Saved {
@@ -17,12 +17,17 @@ pub(super) struct Saved {
 }
 
 /// Most recently used first.
-#[derive(Default)]
 pub(super) struct SavedStates {
     states: Vec<Saved>,
+    max_bytes: usize,
 }
 
 impl SavedStates {
+    /// Keeping at most `max_bytes` of states (at most [`MAX_BYTES`]).
+    pub fn new(max_bytes: usize) -> Self {
+        SavedStates { states: Vec::new(), max_bytes: max_bytes.min(MAX_BYTES) }
+    }
+
     /// The state sharing the longest token prefix with `prompt`, and that length.
     pub fn best(&self, prompt: &[LlamaToken]) -> Option<(usize, usize)> {
         self.states.iter().enumerate().map(|(i, s)| (i, common_prefix(&s.tokens, prompt))).max_by_key(|&(i, n)| (n, usize::MAX - i))
@@ -52,7 +57,7 @@ impl SavedStates {
         let mut bytes = 0;
         self.states.retain(|s| {
             bytes += s.state.byte_len();
-            bytes <= MAX_BYTES
+            bytes <= self.max_bytes
         });
     }
 
