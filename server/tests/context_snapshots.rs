@@ -73,20 +73,28 @@ fn python_method_tight_budget() {
     insta::assert_snapshot!(render("python_method.py", 60));
 }
 
+/// The Python context when `typed` stands at `source`'s cursor marker, and the prompt parts
+/// fitted to 1,024 (stand-in) tokens.
+fn python_context(source: &str, typed: &str) -> (context::ContextParts, context::PromptParts) {
+    let cursor = source.find("<CURSOR>").unwrap() + typed.len();
+    let text = source.replacen("<CURSOR>", typed, 1);
+    let spec = syntax::by_language_id("python").unwrap();
+    let tree = spec.parse(&text);
+    let parts = context::build(&text, cursor, Some((spec, &tree)), 64, 16);
+    let fitted = context::fit(&parts, 1024, &count);
+    (parts, fitted)
+}
+
 /// The outline is byte-identical while the user types inside one scope.
 #[test]
 fn outline_is_stable_while_typing_in_a_scope() {
     let source = std::fs::read_to_string(fixtures().join("python_method.py")).unwrap();
-    let cursor = source.find("<CURSOR>").unwrap();
-    let spec = syntax::by_language_id("python").unwrap();
     let mut outlines = Vec::new();
     let typed = "return TAU * self.radius";
     for n in 0..=typed.len() {
-        let text = source.replacen("<CURSOR>", &typed[..n], 1);
-        let tree = spec.parse(&text);
-        let parts = context::build(&text, cursor + n, Some((spec, &tree)), 64, 16);
+        let (parts, fitted) = python_context(&source, &typed[..n]);
         assert_eq!(parts.strategy, context::Strategy::Scope);
-        outlines.push(context::fit(&parts, 1024, &count).outline);
+        outlines.push(fitted.outline);
     }
     for (n, w) in outlines.windows(2).enumerate() {
         assert_eq!(w[0], w[1], "outline changed after typing {:?}", &typed[..n + 1]);
@@ -99,15 +107,10 @@ fn outline_is_stable_while_typing_in_a_scope() {
 #[test]
 fn layout_is_stable_while_a_line_is_half_typed() {
     let source = "import math\n\n\nclass Cart:\n    @staticmethod\n    def total(items, tax):\n        subtotal = 0\n        <CURSOR>\n        return subtotal\n\n\ndef main():\n    print(Cart.total([], 0))\n";
-    let cursor = source.find("<CURSOR>").unwrap();
-    let spec = syntax::by_language_id("python").unwrap();
     let typed = "subtotal += sum(item.price * item.quantity for item in items) * (1 + tax)";
     let mut layouts = Vec::new();
     for n in 0..=typed.len() {
-        let text = source.replacen("<CURSOR>", &typed[..n], 1);
-        let tree = spec.parse(&text);
-        let parts = context::build(&text, cursor + n, Some((spec, &tree)), 64, 16);
-        let fitted = context::fit(&parts, 1024, &count);
+        let (parts, fitted) = python_context(source, &typed[..n]);
         layouts.push((parts.strategy, parts.prefix_start, fitted.outline));
     }
     for (n, w) in layouts.windows(2).enumerate() {
@@ -123,7 +126,6 @@ fn layout_is_stable_while_a_line_is_half_typed() {
 fn layout_is_stable_while_a_def_header_is_typed() {
     let source = "from dataclasses import dataclass\n\n\n@dataclass\nclass Store:\n    items: dict\n\n    def total(self):\n        return sum(self.items.values())\n\n<CURSOR>\n\n\ndef report(store):\n    print(store.total())\n";
     let cursor = source.find("<CURSOR>").unwrap();
-    let spec = syntax::by_language_id("python").unwrap();
     let typed = "    def restock(self, sku, quantity):\n        self.items[sku] += quantity";
     let from = "    def".len();
     // Typed key by key, the line break with its auto-indentation as one edit (as editors do).
@@ -131,10 +133,7 @@ fn layout_is_stable_while_a_def_header_is_typed() {
     let ends = (from..=typed.len()).filter(|&n| !(body < n && n < body + "\n        ".len()));
     let mut layouts = Vec::new();
     for n in ends {
-        let text = source.replacen("<CURSOR>", &typed[..n], 1);
-        let tree = spec.parse(&text);
-        let parts = context::build(&text, cursor + n, Some((spec, &tree)), 64, 16);
-        let fitted = context::fit(&parts, 1024, &count);
+        let (parts, fitted) = python_context(source, &typed[..n]);
         assert_eq!(fitted.prefix, typed[..n], "the prompt ends with the method");
         layouts.push((parts.strategy, parts.prefix_start, fitted.outline));
     }

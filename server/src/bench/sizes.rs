@@ -156,7 +156,6 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
                 stop: StopRule::unbounded(),
                 max_tokens: DECODE_TOKENS,
                 cancel: CancelFlag::new(),
-                ahead: false,
             };
             let g = runtime.block_on(handle.generate(request)).map_err(|e| format!("generation at {size} tokens: {e}"))?;
             let t = g.timings;

@@ -300,7 +300,7 @@ impl Backend {
             *self.last_timings.lock().unwrap_or_else(PoisonError::into_inner) = Some(serde_json::json!({
                 "uri": uri, "version": snap.version, "position": params.position, "shown": shown,
                 "text": s.text, "timings": s.timings, "prompt": s.timings.prompt,
-                "ahead": engine.model.ahead_stats().json(),
+                "ahead": engine.ahead_counts(),
             }));
         }
         match result {

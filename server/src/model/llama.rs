@@ -20,7 +20,7 @@ use super::cache::Lru;
 
 /// Lines whose token counts are remembered, at most (then the memo starts again).
 const LINE_COUNTS: usize = 50_000;
-use super::{check_model_file, AheadStats, CacheHit, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
+use super::{check_model_file, CacheHit, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
 use crate::config::ModelConfig;
 use crate::prompt::{self, PromptFormat, Token};
 
@@ -64,11 +64,10 @@ pub(super) fn run(
     sampling: Sampling,
     status: watch::Sender<ModelStatus>,
     jobs: mpsc::Receiver<Job>,
-    ahead: &AheadStats,
 ) {
     let mut pending = None;
     loop {
-        match load_and_serve(&path, &config, sampling, &status, &jobs, pending.take(), ahead) {
+        match load_and_serve(&path, &config, sampling, &status, &jobs, pending.take()) {
             Served::Closed => break,
             Served::Failed(message) => return fail(message, &status, jobs),
             Served::Idle(info) => {
@@ -104,7 +103,6 @@ fn load_and_serve(
     status: &watch::Sender<ModelStatus>,
     jobs: &mpsc::Receiver<Job>,
     pending: Option<Job>,
-    ahead: &AheadStats,
 ) -> Served {
     let started = Instant::now();
     status.send_replace(ModelStatus::Loading { progress: 0.0 });
@@ -189,30 +187,12 @@ fn load_and_serve(
             let why = crate::fault::last_panic().unwrap_or_default();
             Err(GenerateError::Failed(format!("internal error in the model thread ({why}); recovered")))
         });
-        if let Job::Complete { request, .. } = &job {
-            count_ahead(ahead, request.ahead, &result);
-        }
         job.reply(result);
     }
     // Idle for keepAlive: free the context, then the model.
     drop(worker);
     drop(model);
     Served::Idle(info)
-}
-
-/// Counts what became of a generation made ahead, and the requests that one answered.
-fn count_ahead(stats: &AheadStats, ahead: bool, result: &Result<Generation, GenerateError>) {
-    use std::sync::atomic::Ordering::Relaxed;
-    match (ahead, result) {
-        (true, Ok(g)) => {
-            stats.completed.fetch_add(1, Relaxed);
-            stats.tokens.fetch_add(g.timings.prefill_tokens + g.timings.generated_tokens, Relaxed);
-        }
-        (true, Err(GenerateError::Cancelled)) => {
-            stats.cancelled.fetch_add(1, Relaxed);
-        }
-        _ => {}
-    }
 }
 
 /// Waits for the next job that is not already cancelled (a cancelled one needs no model);
