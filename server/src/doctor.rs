@@ -108,11 +108,7 @@ fn mib(bytes: u64) -> String {
 fn resolve(opts: &DoctorOptions, checks: &mut Checks) -> Config {
     let mut options = Options::default();
     if let Some(file) = &opts.settings {
-        let parsed = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))
-            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| format!("{} is not JSON: {e}", file.display())))
-            .and_then(|value| config::parse(&value));
-        match parsed {
+        match config::parse_file(file) {
             Ok(p) if p.unknown_keys.is_empty() => {
                 checks.ok("settings", format!("{} read", file.display()));
                 options = p.options;
@@ -137,6 +133,41 @@ fn resolve(opts: &DoctorOptions, checks: &mut Checks) -> Config {
     let mut config = options.resolve(config::env_model());
     discover::fill_in(&mut config.model);
     config
+}
+
+/// The CPU variant in use: the kernels llama.cpp was built with, and what this CPU has that
+/// the build leaves unused (or lacks, which would crash the first decode).
+fn cpu_kernels(checks: &mut Checks, facts: &mut serde_json::Map<String, serde_json::Value>) {
+    let kernels = backend::cpu_kernels();
+    facts.insert("cpu_kernels".into(), json!(kernels));
+    let built: Vec<&str> = kernels.split(' ').collect();
+    let (mut missing, mut unused) = (Vec::new(), Vec::new());
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! cpu {
+            ($($name:literal => $feature:tt),*) => {
+                [$(($name, std::arch::is_x86_feature_detected!($feature))),*]
+            };
+        }
+        for (name, has) in cpu!("AVX" => "avx", "AVX2" => "avx2", "FMA" => "fma", "F16C" => "f16c", "AVX512" => "avx512f", "AVX512_VNNI" => "avx512vnni", "AVX512_BF16" => "avx512bf16") {
+            match (built.contains(&name), has) {
+                (true, false) => missing.push(name),
+                (false, true) => unused.push(name),
+                _ => {}
+            }
+        }
+    }
+    if !missing.is_empty() {
+        checks.fail(
+            "kernels",
+            format!("{kernels}: this CPU lacks {}", missing.join(", ")),
+            "build ghostline on this machine (cargo build --release): llama.cpp would stop on an illegal instruction",
+        );
+    } else if unused.is_empty() {
+        checks.ok("kernels", kernels);
+    } else {
+        checks.ok("kernels", format!("{kernels} (this CPU also has {}, which this portable build does not use)", unused.join(", ")));
+    }
 }
 
 /// Runs every check. Loading the model (unless `no_load`) is the last one.
@@ -168,6 +199,7 @@ pub fn run(opts: &DoctorOptions) -> Report {
     facts.insert("backend".into(), json!(backend::name()));
     facts.insert("gpu_layers".into(), json!(backend::describe_layers(gpu_layers)));
     facts.insert("devices".into(), json!(devices));
+    cpu_kernels(&mut checks, &mut facts);
     let physical = config::default_threads();
     let logical = num_cpus::get() as u32;
     checks.ok("threads", format!("{} (physical cores: {physical}, logical: {logical})", config.model.threads));

@@ -28,6 +28,7 @@ use crate::typing::{self, TypedDoc};
 
 pub mod sizes;
 pub mod soak;
+pub mod warm_cold;
 
 /// Fixed conditions of every run (ghostline's defaults, stated in the output).
 const CONTEXT_SIZE: u32 = 4096;

@@ -79,9 +79,41 @@ pub fn devices() -> Vec<Device> {
         .collect()
 }
 
+/// The CPU kernels llama.cpp was built with and runs (the features its CPU backend reports as
+/// on, e.g. "SSE3 SSSE3 AVX AVX2 F16C FMA BMI2"): ghostline's own build uses AVX2-level
+/// kernels on x86-64 (`GGML_NATIVE=OFF`), and the bench's peer is built with the same.
+pub fn cpu_kernels() -> String {
+    if super::llama::init_backend().is_err() {
+        return String::new();
+    }
+    // SAFETY: llama.cpp returns a pointer to its own static, NUL-terminated buffer.
+    let info = unsafe { std::ffi::CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) };
+    kernels_of(&info.to_string_lossy())
+}
+
+/// The `NAME = 1` features of the CPU section of llama.cpp's system info.
+pub fn kernels_of(system_info: &str) -> String {
+    let cpu = system_info.split("CPU :").nth(1).unwrap_or("");
+    let cpu = cpu.split(" : ").next().unwrap_or(cpu); // the next backend's section, if any
+    cpu.split('|')
+        .filter_map(|f| f.trim().split_once(" = "))
+        .filter(|(_, on)| on.trim() == "1")
+        .map(|(name, _)| name.trim().rsplit(' ').next().unwrap_or(name))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernels_from_system_info() {
+        let info = "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | AVX512 = 0 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | ";
+        assert_eq!(kernels_of(info), "SSE3 SSSE3 AVX AVX2 F16C FMA BMI2 LLAMAFILE OPENMP REPACK");
+        assert_eq!(kernels_of("CUDA : ARCHS = 900 | CPU : AVX = 1 | AVX2 = 0 | "), "AVX");
+        assert_eq!(kernels_of("nothing"), "");
+    }
 
     #[test]
     fn default_layers_follow_the_backend() {

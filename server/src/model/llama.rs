@@ -270,6 +270,11 @@ struct Worker<'m> {
     outline_tokens: (String, Vec<Token>),
     batch: LlamaBatch<'static>,
     n_batch: usize,
+    /// `model.prefillChunk` (at most `n_batch`): prompt positions are decoded in batches of
+    /// this many tokens starting at multiples of it, and only positions decoded that way are
+    /// reused, so each position's KV entry comes from the same batch whatever was cached (see
+    /// [`Worker::prefill`]). 0: off.
+    align: usize,
     sampling: Sampling,
 }
 
@@ -328,6 +333,7 @@ impl<'m> Worker<'m> {
             outline_tokens: Default::default(),
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
+            align: (config.prefill_chunk.min(n_batch)) as usize,
             sampling,
         };
         worker.warm_up()?;
@@ -499,24 +505,36 @@ impl<'m> Worker<'m> {
     /// Brings the KV cache to exactly `prompt`, decoding only what differs from what is cached
     /// (or from a saved state that holds more of it), and leaves the batch holding the last
     /// prompt token's logits. Returns the reused count and, of it, the restored count.
+    ///
+    /// With `align` set, the answer does not depend on what was cached: llama.cpp's result for a
+    /// position changes in its last bits with the batch it is decoded in (kernels and
+    /// accumulation order follow the batch's size), and greedy sampling turns a near tie into
+    /// another suggestion. So every prompt position is decoded in the batch
+    /// `[k·align, min((k+1)·align, prompt end))`, as a cold start would decode it, and only
+    /// whole aligned batches of earlier prompts are reused: the kept prefix is cut down to a
+    /// multiple of `align` and never reaches generated tokens (decoded one at a time).
     fn prefill(&mut self, prompt: &[LlamaToken], cancel: &super::CancelFlag) -> Result<(usize, usize), PrefillError> {
         let mut keep = common_prefix(&self.cached, prompt);
         let mut restored = 0;
         if self.cached_prompt.min(self.cached.len()) >= keep + SAVE_MIN {
             self.save_state();
         }
-        if let Some((i, n)) = self.saved.best(prompt).filter(|&(_, n)| n >= keep + RESTORE_MIN) {
+        if self.align > 0 {
+            keep = self.aligned(keep.min(self.cached_prompt));
+        }
+        if let Some((i, n)) = self.saved.best(prompt).map(|(i, n)| (i, self.aligned(n))).filter(|&(_, n)| n >= keep + RESTORE_MIN) {
             (keep, restored) = if self.restore_state(i) { (n, n) } else { (0, 0) };
         }
         // The last prompt token is always decoded: its logits start the generation.
-        keep = keep.min(prompt.len() - 1);
+        keep = self.aligned(keep.min(prompt.len() - 1));
         restored = restored.min(keep);
         self.ctx
             .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
             .map_err(|e| PrefillError::Decode(e.to_string()))?;
         self.cached.truncate(keep);
         self.cached_prompt = keep;
-        for chunk in prompt[keep..].chunks(self.n_batch) {
+        let step = if self.align > 0 { self.align } else { self.n_batch };
+        for chunk in prompt[keep..].chunks(step) {
             if cancel.is_cancelled() {
                 return Err(PrefillError::Cancelled);
             }
@@ -538,6 +556,15 @@ impl<'m> Worker<'m> {
             self.cached_prompt = self.cached.len();
         }
         Ok((keep, restored))
+    }
+
+    /// `n` cut down to a multiple of `align` (unchanged when `align` is off).
+    fn aligned(&self, n: usize) -> usize {
+        if self.align > 0 {
+            n / self.align * self.align
+        } else {
+            n
+        }
     }
 
     /// Saves the context's prompt tokens and their KV state (the tokens generated after them

@@ -19,6 +19,15 @@ pub fn model() -> PathBuf {
     path
 }
 
+/// The second test model (Gemma 3 270M, scripts/fetch-model.sh gemma3; provided by CI).
+pub fn second_model() -> PathBuf {
+    let path = std::env::var_os("GHOSTLINE_SECOND_MODEL")
+        .map(PathBuf::from)
+        .expect("GHOSTLINE_SECOND_MODEL must name the second test model: run scripts/test.sh");
+    assert!(path.is_file(), "GHOSTLINE_SECOND_MODEL={} is not a file", path.display());
+    path
+}
+
 /// The FIM wiring model made by scripts/make-fim-wiring-model.py (also provided by CI).
 pub fn fim_wiring_model() -> PathBuf {
     let path = std::env::var_os("GHOSTLINE_FIM_WIRING_MODEL")

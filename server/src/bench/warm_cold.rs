@@ -1,0 +1,202 @@
+//! `ghostline bench --warm-cold`: is the answer the same whatever the cache holds? Replays a
+//! typing trace into one server (its KV cache, saved KV states and generation ahead all in
+//! play; typed-ahead off, so that every answer is the model's) and asks a fresh process
+//! (`ghostline complete`) for the same text and cursor at every request: the two must agree
+//! token for token. Runs wherever the binary runs (the CPU in CI, a GPU through the device
+//! route).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::typing::{self, TypedDoc};
+
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+pub struct Options {
+    pub trace: PathBuf,
+    pub model: PathBuf,
+    pub threads: Option<u32>,
+    /// `model.prefillChunk` for both sides (default: ghostline's).
+    pub prefill_chunk: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub trace: String,
+    pub model: PathBuf,
+    pub backend: String,
+    pub prefill_chunk: u32,
+    pub requests: usize,
+    /// Requests whose answer was not empty.
+    pub answered: usize,
+    pub differ: Vec<Difference>,
+    /// The warm server's request-to-answer times (ms), in order.
+    pub warm_ms: Vec<f64>,
+    /// Prompt tokens the warm server decoded, summed over the requests.
+    pub warm_prefill_tokens: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Difference {
+    pub request: usize,
+    pub line: u32,
+    pub character: u32,
+    pub warm: String,
+    pub warm_tokens: u64,
+    pub cold: String,
+    pub cold_tokens: u64,
+}
+
+/// One request of the warm session.
+struct Asked {
+    text: String,
+    line: u32,
+    character: u32,
+    answer: String,
+    generated_tokens: u64,
+}
+
+pub fn run(options: &Options) -> Result<Report, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the ghostline binary: {e}"))?;
+    let trace: Value = serde_json::from_str(
+        &std::fs::read_to_string(&options.trace).map_err(|e| format!("cannot read {}: {e}", options.trace.display()))?,
+    )
+    .map_err(|e| format!("{}: {e}", options.trace.display()))?;
+    let file_name = trace["file"].as_str().ok_or("the trace names no file")?;
+    let file = options.trace.parent().unwrap_or(Path::new(".")).join(file_name);
+    let marker = trace["cursor_marker"].as_str().unwrap_or("<CURSOR>");
+    let (text, at) = typing::load_with_cursor(&file, marker)?;
+    let prefill_chunk = options.prefill_chunk.unwrap_or(crate::config::DEFAULT_PREFILL_CHUNK);
+    let threads = options.threads.unwrap_or_else(crate::config::default_threads);
+    let model_options = json!({"path": options.model, "threads": threads, "prefillChunk": prefill_chunk});
+
+    // The warm side: one server, every key and request of the trace in order, no waits (each
+    // key's generation ahead is cancelled by the next, mid-prefill or mid-decode).
+    let settings = json!({"model": model_options, "completion": {"typedAhead": false}});
+    let session = typing::start(&exe, settings, Stdio::inherit(), TIMEOUT)?;
+    let mut client = session.client;
+    let language = trace["language_id"].as_str().unwrap_or("python");
+    let mut doc = TypedDoc::open(&mut client, typing::file_uri(&file), language, text, at);
+    let mut asked = Vec::new();
+    let mut warm_ms = Vec::new();
+    let mut warm_prefill_tokens = 0;
+    let events = trace["events"].as_array().ok_or("the trace has no events")?;
+    for event in events {
+        match event["key"].as_str() {
+            Some("\u{8}") => doc.backspace(&mut client),
+            Some(key) => doc.insert(&mut client, key),
+            None => {}
+        }
+        if event["complete"] != json!(true) {
+            continue;
+        }
+        let started = Instant::now();
+        let response = doc.inline_completion(&mut client, TIMEOUT)?;
+        warm_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        if let Some(e) = response.get("error") {
+            return Err(format!("inline completion failed: {e}"));
+        }
+        let answer = response["result"]["items"][0]["insertText"].as_str().unwrap_or("").to_owned();
+        let last = client.request("ghostline/lastTimings", Value::Null, TIMEOUT)?;
+        let last = &last["result"];
+        if last["version"] != json!(doc.version) {
+            return Err(format!("ghostline/lastTimings answered for another request: {last}"));
+        }
+        warm_prefill_tokens += last["timings"]["prefill_tokens"].as_u64().unwrap_or(0);
+        let cursor = doc.cursor();
+        asked.push(Asked {
+            text: doc.text.clone(),
+            line: cursor.line,
+            character: cursor.character,
+            answer,
+            generated_tokens: last["timings"]["generated_tokens"].as_u64().unwrap_or(0),
+        });
+    }
+    if let Err(e) = client.shutdown(Duration::from_secs(10)) {
+        eprintln!("ghostline bench: the server did not shut down cleanly ({e}); it was killed");
+    }
+
+    // The cold side: a fresh process for every request.
+    let dir = std::env::temp_dir().join(format!("ghostline-warm-cold-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let doc_file = dir.join(file.file_name().unwrap_or(file_name.as_ref()));
+    let settings_file = dir.join("settings.json");
+    std::fs::write(&settings_file, json!({"model": model_options}).to_string()).map_err(|e| e.to_string())?;
+    let mut differ = Vec::new();
+    for (request, a) in asked.iter().enumerate() {
+        std::fs::write(&doc_file, &a.text).map_err(|e| format!("cannot write {}: {e}", doc_file.display()))?;
+        let (cold, cold_tokens) = cold_answer(&exe, &settings_file, &doc_file, a.line, a.character)?;
+        if cold != a.answer || cold_tokens != a.generated_tokens {
+            differ.push(Difference {
+                request,
+                line: a.line,
+                character: a.character,
+                warm: a.answer.clone(),
+                warm_tokens: a.generated_tokens,
+                cold,
+                cold_tokens,
+            });
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Report {
+        trace: trace["name"].as_str().unwrap_or(file_name).to_owned(),
+        model: options.model.clone(),
+        backend: crate::model::backend::name().to_owned(),
+        prefill_chunk,
+        requests: asked.len(),
+        answered: asked.iter().filter(|a| !a.answer.is_empty()).count(),
+        differ,
+        warm_ms,
+        warm_prefill_tokens,
+    })
+}
+
+/// `ghostline complete` in a fresh process: its text and generated token count.
+fn cold_answer(exe: &Path, settings: &Path, file: &Path, line: u32, character: u32) -> Result<(String, u64), String> {
+    let out = Command::new(exe)
+        .args(["complete", "--json", "--settings"])
+        .arg(settings)
+        .arg(file)
+        .args(["--line", &line.to_string(), "--character", &character.to_string()])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    if !out.status.success() {
+        return Err(format!("ghostline complete failed at {line}:{character}"));
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("ghostline complete printed no JSON: {e}"))?;
+    Ok((v["text"].as_str().unwrap_or_default().to_owned(), v["generated_tokens"].as_u64().unwrap_or(0)))
+}
+
+pub fn print_text(r: &Report) {
+    let mut sorted = r.warm_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let pick = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0);
+    println!(
+        "warm vs cold on {} ({}, {}; model.prefillChunk {}): {} of {} answers equal ({} not empty)",
+        r.trace,
+        r.model.display(),
+        r.backend,
+        r.prefill_chunk,
+        r.requests - r.differ.len(),
+        r.requests,
+        r.answered
+    );
+    println!(
+        "warm requests (no debounce, generation ahead cancelled by each key): median {:.1} ms, p95 {:.1} ms; {} prompt tokens decoded",
+        pick(0.5),
+        pick(0.95),
+        r.warm_prefill_tokens
+    );
+    for d in &r.differ {
+        println!(
+            "  request {} at {}:{}: warm {:?} ({} tokens), cold {:?} ({} tokens)",
+            d.request, d.line, d.character, d.warm, d.warm_tokens, d.cold, d.cold_tokens
+        );
+    }
+}
