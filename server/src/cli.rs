@@ -212,11 +212,16 @@ pub fn main() -> ExitCode {
         .expect("tokio runtime");
     match cli.command.unwrap_or(Command::Lsp) {
         Command::Lsp => {
-            runtime.block_on(crate::lsp::serve_stdio());
+            let shut_down = runtime.block_on(crate::lsp::serve_stdio());
             // tokio's stdin reader is a blocking thread that may sit in read() until the client
             // closes the pipe; dropping the runtime would wait for it, so `exit` would not exit.
             runtime.shutdown_background();
-            ExitCode::SUCCESS
+            // LSP: `exit` after `shutdown` exits with 0, without it with 1.
+            if shut_down {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Command::Complete { file, line, character, json, model, max_tokens, threads, settings } => {
             let mut options = match settings.as_deref().map(config::parse_file).transpose() {

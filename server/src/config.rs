@@ -274,23 +274,101 @@ pub struct Parsed {
     pub unknown_keys: Vec<String>,
 }
 
+/// Editors that namespace their settings (`{"ghostline": {...}}`, as VS Code does) send them
+/// one level down: the settings themselves.
+pub fn unwrap_namespace(value: &Value) -> &Value {
+    match value {
+        Value::Object(map) if map.len() == 1 && map.contains_key("ghostline") => &map["ghostline"],
+        other => other,
+    }
+}
+
+/// Settings must be an object (or `null`, no settings); anything else is named in the error.
+pub fn check_shape(value: &Value) -> Result<(), String> {
+    let value = unwrap_namespace(value);
+    if value.is_null() || value.is_object() {
+        return Ok(());
+    }
+    let what = json_kind(value);
+    Err(format!("ghostline settings must be an object such as {{\"model\": {{\"path\": \"…\"}}}}, not {what}"))
+}
+
+/// What a JSON value is, for messages ("an array").
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Object(_) => "an object",
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+    }
+}
+
+/// Lays a settings change over the settings in force, key by key (JSON merge patch, RFC 7386):
+/// an object merges into the object under the same key, any other value replaces it (arrays
+/// included), and `null` removes the key, which then takes its default. A change therefore
+/// names only what changes; `null` or `{}` changes nothing. Both sides may be namespaced.
+pub fn layer(base: &Value, change: &Value) -> Value {
+    fn merge(base: &mut Value, patch: &Value) {
+        let Value::Object(patch) = patch else {
+            *base = patch.clone();
+            return;
+        };
+        if !base.is_object() {
+            *base = Value::Object(Default::default());
+        }
+        let map = base.as_object_mut().expect("made an object above");
+        for (key, value) in patch {
+            match value {
+                Value::Null => {
+                    map.remove(key);
+                }
+                Value::Object(_) => merge(map.entry(key.clone()).or_insert(Value::Null), value),
+                other => {
+                    map.insert(key.clone(), other.clone());
+                }
+            }
+        }
+    }
+    let mut out = unwrap_namespace(base).clone();
+    match unwrap_namespace(change) {
+        Value::Null => {}
+        change => merge(&mut out, change),
+    }
+    out
+}
+
 /// Parses editor settings. `null` means "no settings". Editors that namespace their settings
 /// (`{"ghostline": {...}}`, as VS Code does) are accepted too.
 pub fn parse(value: &Value) -> Result<Parsed, String> {
-    let value = match value {
+    check_shape(value)?;
+    let value = match unwrap_namespace(value) {
         Value::Null => return Ok(Parsed { options: Options::default(), unknown_keys: vec![] }),
-        Value::Object(map) if map.len() == 1 && map.contains_key("ghostline") => &map["ghostline"],
         other => other,
     };
+    // A section given as an array would be read field by field (`model[0]`): name it instead.
+    for section in ["/model", "/completion", "/cloud", "/actions", "/actions/prefer", "/debug"] {
+        if let Some(v) = value.pointer(section).filter(|v| !v.is_object() && !v.is_null()) {
+            let kind = json_kind(v);
+            let key = section[1..].replace('/', ".");
+            return Err(format!("invalid ghostline setting `{key}`: expected an object, found {kind}"));
+        }
+    }
     let mut unknown_keys = Vec::new();
     let mut record = |path: serde_ignored::Path<'_>| unknown_keys.push(path.to_string());
     let de = serde_ignored::Deserializer::new(value, &mut record);
     let options: Options = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
+        // "expected struct CompletionOptions" names a Rust type; the editor's user sees JSON.
+        let mut inner = e.inner().to_string();
+        if let Some(at) = inner.find("expected struct ") {
+            inner.replace_range(at.., "expected an object");
+        }
         if path == "." {
-            format!("invalid ghostline settings: {}", e.inner())
+            format!("invalid ghostline settings: {inner}")
         } else {
-            format!("invalid ghostline setting `{path}`: {}", e.inner())
+            format!("invalid ghostline setting `{path}`: {inner}")
         }
     })?;
     Ok(Parsed { options, unknown_keys })
@@ -504,5 +582,35 @@ mod tests {
         assert!(e.contains("cloud.timeoutMs"), "{e}");
         let p = parse(&json!({"cloud": {"apiKey": "sk-nope"}})).unwrap();
         assert_eq!(p.unknown_keys, vec!["cloud.apiKey".to_string()]);
+    }
+    #[test]
+    fn changes_layer_key_by_key_over_what_is_in_force() {
+        let init = json!({"model": {"path": "/m.gguf", "threads": 2}, "completion": {"maxTokens": 16}, "cloud": {"exclude": ["a", "b"]}});
+        // A change names only what changes: the model stays.
+        let after = layer(&init, &json!({"ghostline": {"completion": {"maxTokens": 1}}}));
+        assert_eq!(after, json!({"model": {"path": "/m.gguf", "threads": 2}, "completion": {"maxTokens": 1}, "cloud": {"exclude": ["a", "b"]}}));
+        let c = parse(&after).unwrap().options.resolve(None);
+        assert_eq!((c.model.path.as_deref(), c.completion.max_tokens), (Some(std::path::Path::new("/m.gguf")), 1));
+        // Nothing, or an empty object: nothing changes.
+        assert_eq!(layer(&init, &Value::Null), init);
+        assert_eq!(layer(&init, &json!({})), init);
+        assert_eq!(layer(&init, &json!({"ghostline": {}})), init);
+        assert_eq!(layer(&json!({"ghostline": init.clone()}), &json!({})), init);
+        // Arrays and scalars replace; `null` takes a key back to its default.
+        let after = layer(&init, &json!({"cloud": {"exclude": ["c"]}, "model": {"threads": null}, "privacy": "redact"}));
+        assert_eq!(after, json!({"model": {"path": "/m.gguf"}, "completion": {"maxTokens": 16}, "cloud": {"exclude": ["c"]}, "privacy": "redact"}));
+        assert_eq!(layer(&init, &json!({"model": null}))["model"], Value::Null);
+        // Over nothing (no initializationOptions).
+        assert_eq!(layer(&Value::Null, &json!({"offline": true})), json!({"offline": true}));
+    }
+
+    #[test]
+    fn settings_that_are_not_an_object_say_so() {
+        for (value, what) in [(json!([1, 2, 3]), "an array"), (json!("x"), "a string"), (json!(3), "a number"), (json!({"ghostline": [1]}), "an array")] {
+            let e = parse(&value).unwrap_err();
+            assert!(e.contains("settings must be an object") && e.contains(what), "{e}");
+        }
+        let e = parse(&json!({"model": [1]})).unwrap_err();
+        assert!(e.contains("`model`") && e.contains("expected an object") && !e.contains("struct"), "{e}");
     }
 }

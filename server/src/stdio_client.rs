@@ -21,6 +21,8 @@ pub struct StdioClient {
     responses: Vec<Value>,
     /// Every notification the server sent, in order.
     pub notifications: Vec<Value>,
+    /// Whether `workspace/applyEdit` is answered `applied: true` (the default) or refused.
+    accept_edits: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn write_message(out: &mut impl Write, message: &Value) -> std::io::Result<()> {
@@ -64,12 +66,18 @@ impl StdioClient {
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, incoming) = mpsc::channel();
         let answer = Arc::clone(&stdin);
+        let accept_edits = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let accept = Arc::clone(&accept_edits);
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             while let Some(message) = read_message(&mut reader) {
                 if message.get("method").is_some() && message.get("id").is_some() {
                     // An edit is accepted (the request stays in `notifications` for tests to read).
-                    let result = if message["method"] == "workspace/applyEdit" { json!({"applied": true}) } else { Value::Null };
+                    let result = match message["method"].as_str() {
+                        Some("workspace/applyEdit") if accept.load(std::sync::atomic::Ordering::SeqCst) => json!({"applied": true}),
+                        Some("workspace/applyEdit") => json!({"applied": false, "failureReason": "refused by the test client"}),
+                        _ => Value::Null,
+                    };
                     let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
                     let _ = write_message(&mut *answer.lock().unwrap(), &reply);
                 }
@@ -78,7 +86,27 @@ impl StdioClient {
                 }
             }
         });
-        Ok(StdioClient { child, stdin, incoming, next_id: 0, responses: Vec::new(), notifications: Vec::new() })
+        Ok(StdioClient { child, stdin, incoming, next_id: 0, responses: Vec::new(), notifications: Vec::new(), accept_edits })
+    }
+
+    /// From now on, answer `workspace/applyEdit` with `applied: accept` (an editor that refuses
+    /// an edit answers `false`).
+    pub fn accept_edits(&self, accept: bool) {
+        self.accept_edits.store(accept, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Waits for the server process to end on its own (after `exit`, or when its input closes).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().map_err(|e| e.to_string())? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                return Err("the server did not exit".into());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Writes bytes as they are (for malformed-input tests).

@@ -2,7 +2,8 @@
 -- Neovim 0.11+: put this folder on 'runtimepath' (or copy this file to ~/.config/nvim/lsp/),
 -- then `vim.lsp.enable('ghostline')`. Override any field with `vim.lsp.config('ghostline', {…})`.
 -- Settings (README "Configuration") go in `init_options`; `settings` is sent again with
--- workspace/didChangeConfiguration whenever you change it.
+-- workspace/didChangeConfiguration whenever you change it, and layers over `init_options` key
+-- by key (it names only what changes; the model stays loaded).
 
 ---@type vim.lsp.Config
 return {

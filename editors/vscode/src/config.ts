@@ -76,3 +76,32 @@ export function toServerSettings(
   };
   return prune(settings) ?? {};
 }
+
+/** The server keys `toServerSettings` can send, per section. */
+const SENT_KEYS = {
+  model: ["path", "threads"],
+  completion: ["enabled", "generateAhead", "maxTokens"],
+  cloud: ["endpoint", "model", "apiKeyEnv"],
+} as const;
+
+/**
+ * The `workspace/didChangeConfiguration` payload. The server lays a change over the settings in
+ * force key by key (README "Configuration"), so a key left out keeps its old value: every key
+ * this extension manages is sent, a cleared one as `null` (the server's default again, e.g.
+ * `$GHOSTLINE_MODEL` for `model.path`).
+ */
+export function toServerChange(
+  get: SettingsReader,
+  env: NodeJS.ProcessEnv = {},
+  home = "",
+): Record<string, unknown> {
+  const settings = toServerSettings(get, env, home) as Record<string, Record<string, unknown> | unknown>;
+  const change: Record<string, unknown> = {};
+  for (const [section, keys] of Object.entries(SENT_KEYS)) {
+    const values = (settings[section] ?? {}) as Record<string, unknown>;
+    change[section] = Object.fromEntries(keys.map((key) => [key, values[key] ?? null]));
+  }
+  change.privacy = settings.privacy ?? null;
+  change.offline = settings.offline ?? null;
+  return change;
+}

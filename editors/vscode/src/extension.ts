@@ -15,7 +15,7 @@ import {
   State,
 } from "vscode-languageclient/node";
 
-import { toServerSettings } from "./config";
+import { toServerChange, toServerSettings } from "./config";
 import { locateServer } from "./locate";
 import { ProgressValue, Status } from "./status";
 import { Level, stderrLine } from "./stderr";
@@ -204,7 +204,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       render();
       // The mapped settings, not VS Code's raw section: editor-only keys stay here.
       if (client?.state === State.Running) {
-        await client.sendNotification("workspace/didChangeConfiguration", { settings: settings() });
+        // A change: every managed key, cleared ones as null (the server layers changes).
+        const config = vscode.workspace.getConfiguration(SECTION);
+        const change = toServerChange((key) => config.get(key), process.env, os.homedir());
+        await client.sendNotification("workspace/didChangeConfiguration", { settings: change });
       }
     }),
   );

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { expandPath, toServerSettings } from "../src/config";
+import { expandPath, toServerChange, toServerSettings } from "../src/config";
 
 /** A reader over flat `ghostline.*` keys, as `workspace.getConfiguration("ghostline").get` is. */
 const reader = (values: Record<string, unknown>) => (key: string) => values[key];
@@ -94,3 +94,19 @@ test("model path: ~ and ${env:NAME} are expanded", () => {
 test("an unset reader (no settings at all) gives an empty object", () => {
   assert.deepEqual(toServerSettings(() => undefined), {});
 });
+
+test("a change sends every managed key, a cleared one as null (the server layers changes)", () => {
+  const set = toServerChange(reader({ ...defaults, "model.path": "/m.gguf", "cloud.endpoint": "http://h/v1" }));
+  assert.deepEqual(set, {
+    model: { path: "/m.gguf", threads: null },
+    completion: { enabled: true, generateAhead: true, maxTokens: null },
+    cloud: { endpoint: "http://h/v1", model: null, apiKeyEnv: null },
+    privacy: "local-only",
+    offline: false,
+  });
+  // Cleared in the editor: null, so the server drops the value it had.
+  const cleared = toServerChange(reader(defaults));
+  assert.equal((cleared.model as Record<string, unknown>).path, null);
+  assert.equal((cleared.cloud as Record<string, unknown>).endpoint, null);
+});
+

@@ -1,6 +1,7 @@
 //! From a complete answer to file changes: the model's content is extracted (code blocks,
 //! test functions, one sentence) and placed by ghostline; every changed file is parsed with
-//! tree-sitter and the change is refused when it would parse worse than before.
+//! tree-sitter and the change is refused when it would parse worse than before. Inserted text
+//! takes the line ending of the file it goes into (a new file: the source's).
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -20,7 +21,7 @@ pub enum FileRef {
 }
 
 /// Edits to one file: byte ranges of `base` replaced; `base: None` creates the file with the
-/// edits' text.
+/// edits' text (a file that exists but is blank has a `base`: it is filled, not created).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub file: FileRef,
@@ -39,6 +40,22 @@ impl Change {
         }
         text
     }
+}
+
+/// The changes with their inserted text in the line ending of the file each goes into: its
+/// own when it has text, else the source document's.
+fn fit_line_endings(mut changes: Vec<Change>, source_text: &str) -> Vec<Change> {
+    use crate::postprocess::{line_ending, with_line_ending};
+    for change in &mut changes {
+        let eol = match (&change.file, change.base.as_deref()) {
+            (FileRef::Path(_), Some(base)) if base.contains('\n') => line_ending(base),
+            _ => line_ending(source_text),
+        };
+        for (_, text) in &mut change.edits {
+            *text = with_line_ending(text, eol);
+        }
+    }
+    changes
 }
 
 fn errors(spec: &Spec, text: &str) -> usize {
@@ -185,7 +202,7 @@ pub fn docstring(source: &Source<'_>, target: &Target, answer: &str) -> Result<V
     }
     let change = Change { file: FileRef::Source, base: Some(src.to_owned()), edits };
     check(source.spec, &change, "documented function")?;
-    Ok(vec![change])
+    Ok(fit_line_endings(vec![change], src))
 }
 
 /// Replaces `region` of the source with the answer's first code block (re-indented). For a
@@ -213,7 +230,7 @@ pub fn replace(source: &Source<'_>, region: Range<usize>, answer: &str, name: Op
             return Err(format!("the rewritten code is not a function named `{name}`; nothing was changed"));
         }
     }
-    Ok(vec![change])
+    Ok(fit_line_endings(vec![change], src))
 }
 
 /// Test items found in an answer: `(name, text)`, plus import lines.
@@ -332,7 +349,7 @@ pub fn tests(source: &Source<'_>, target: &Target, plan: &TestPlan, existing: Op
         return rust_tests(source, &found);
     }
     let path = plan.path.clone().ok_or("no test file")?;
-    let base = existing.unwrap_or_default();
+    let base = existing.clone().unwrap_or_default();
     let mut items: Vec<String> = Vec::new();
     for (name, item) in &found.tests {
         let all = format!("{base}\n{}", items.join("\n"));
@@ -347,25 +364,37 @@ pub fn tests(source: &Source<'_>, target: &Target, plan: &TestPlan, existing: Op
                 header = format!("{import}\n{header}");
             }
         }
-        Change { file: FileRef::Path(path), base: None, edits: vec![(0..0, format!("{header}{}{body}\n", &gap[1..]))] }
+        let content = format!("{header}{}{body}\n", &gap[1..]);
+        match existing {
+            // There but blank (`touch`ed, or made by an edit the editor then refused): filled.
+            Some(blank) => Change { file: FileRef::Path(path), edits: vec![(0..blank.len(), content)], base: Some(blank) },
+            None => Change { file: FileRef::Path(path), base: None, edits: vec![(0..0, content)] },
+        }
     } else {
         let mut edits = Vec::new();
         // Missing imports go after the existing ones (or at the top).
         let mut imports: Vec<String> = found.imports.iter().filter(|i| !base.contains(i.as_str())).cloned().collect();
-        if let Some(import) = plan.import.as_ref().filter(|i| !base.contains(i.as_str())) {
-            imports.push(import.clone());
+        // The plan's import may be several lines (`sys.path` first): each missing one is added.
+        for line in plan.import.iter().flat_map(|i| i.lines()) {
+            if !base.lines().any(|l| l.trim_end() == line) {
+                imports.push(line.to_owned());
+            }
         }
         if !imports.is_empty() {
             let after = base
-                .lines()
+                .split_inclusive('\n')
                 .scan(0, |pos, l| {
                     let start = *pos;
-                    *pos += l.len() + 1;
-                    Some((start, l))
+                    *pos += l.len();
+                    Some((start, l.trim_end_matches(['\r', '\n'])))
                 })
                 .filter(|(_, l)| l.starts_with("import ") || l.starts_with("from ") || l.starts_with("const ") && l.contains("require("))
                 .last()
-                .map_or(0, |(start, l)| (start + l.len() + 1).min(base.len()));
+                .map_or(0, |(start, l)| {
+                    let end = start + l.len();
+                    // After the line's own break (`\n` or `\r\n`), when it has one.
+                    (end + base[end..].find('\n').map_or(0, |i| i + 1)).min(base.len())
+                });
             edits.push((after..after, imports.iter().map(|i| format!("{i}\n")).collect::<String>()));
         }
         let end = base.trim_end().len();
@@ -373,7 +402,7 @@ pub fn tests(source: &Source<'_>, target: &Target, plan: &TestPlan, existing: Op
         Change { file: FileRef::Path(path), base: Some(base), edits }
     };
     check(spec, &change, "test file")?;
-    Ok(vec![change])
+    Ok(fit_line_endings(vec![change], source.text))
 }
 
 fn rust_tests(source: &Source<'_>, found: &Found) -> Result<Vec<Change>, String> {
@@ -405,7 +434,7 @@ fn rust_tests(source: &Source<'_>, found: &Found) -> Result<Vec<Change>, String>
     };
     let change = Change { file: FileRef::Source, base: Some(src.to_owned()), edits: vec![edit] };
     check(source.spec, &change, "test module")?;
-    Ok(vec![change])
+    Ok(fit_line_endings(vec![change], src))
 }
 
 #[cfg(test)]
@@ -497,5 +526,76 @@ mod tests {
             c[0].result(),
             format!("{text}\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn test_clamp() {{\n        assert_eq!(clamp(5, 0, 3), 3);\n    }}\n}}\n")
         );
+    }
+    const ANSWER: &str = "```python\ndef test_hypotenuse():\n    assert hypotenuse(3, 4) == 5\n```";
+
+    #[test]
+    fn a_blank_test_file_that_exists_is_filled_not_created() {
+        let spec = syntax::by_language_id("python").unwrap();
+        let tree = spec.parse(GEOMETRY);
+        let s = source("python", GEOMETRY, &tree, "/ws/geometry.py");
+        let t = function_at(spec, &tree, GEOMETRY, 20).unwrap();
+        let plan = layout::plan(&s, &t, &|_| false, &|_| None).unwrap();
+        let new = tests(&s, &t, &plan, None, ANSWER).unwrap();
+        assert_eq!(new[0].base, None, "no file: created");
+        let want = "from geometry import hypotenuse\n\n\ndef test_hypotenuse():\n    assert hypotenuse(3, 4) == 5\n";
+        assert_eq!(new[0].result(), want);
+        // Empty, or only whitespace: the file is there, so it is edited (a versioned edit over
+        // its whole text), never created again.
+        for blank in ["", "\n", "  \n\t\n"] {
+            let c = tests(&s, &t, &plan, Some(blank.into()), ANSWER).unwrap();
+            assert_eq!(c[0].base.as_deref(), Some(blank), "{blank:?}");
+            assert_eq!(c[0].edits, vec![(0..blank.len(), want.to_owned())], "{blank:?}");
+            assert_eq!(c[0].result(), want);
+        }
+        // A file with other tests: appended to, with the import it lacks.
+        let other = "def test_other():\n    assert True\n";
+        let c = tests(&s, &t, &plan, Some(other.into()), ANSWER).unwrap();
+        assert_eq!(c[0].base.as_deref(), Some(other));
+        assert_eq!(c[0].result(), format!("from geometry import hypotenuse\n{other}\n\ndef test_hypotenuse():\n    assert hypotenuse(3, 4) == 5\n"));
+    }
+
+    #[test]
+    fn inserted_text_takes_the_files_line_ending() {
+        let crlf = GEOMETRY.replace('\n', "\r\n");
+        let spec = syntax::by_language_id("python").unwrap();
+        let tree = spec.parse(&crlf);
+        let s = source("python", &crlf, &tree, "/ws/geometry.py");
+        let t = function_at(spec, &tree, &crlf, 22).unwrap();
+        let lone_lf = |text: &str| text.replace("\r\n", "").contains('\n');
+        let doc = docstring(&s, &t, "Returns the hypotenuse.").unwrap();
+        assert_eq!(doc[0].result(), "import math\r\n\r\n\r\ndef hypotenuse(a, b):\r\n    \"\"\"Returns the hypotenuse.\"\"\"\r\n    return math.sqrt(a * a + b * b)\r\n");
+        let refactor = replace(&s, t.range.clone(), "```python\ndef hypotenuse(a, b):\n    return math.hypot(a, b)\n```", Some("hypotenuse")).unwrap();
+        assert!(!lone_lf(&refactor[0].result()), "{:?}", refactor[0].result());
+        let plan = layout::plan(&s, &t, &|_| false, &|_| None).unwrap();
+        // A new test file: the source's line ending.
+        let new = tests(&s, &t, &plan, None, ANSWER).unwrap();
+        assert_eq!(new[0].result(), "from geometry import hypotenuse\r\n\r\n\r\ndef test_hypotenuse():\r\n    assert hypotenuse(3, 4) == 5\r\n");
+        // An existing CRLF test file: its own, and the import goes after its imports.
+        let existing = "import pytest\r\n\r\n\r\ndef test_other():\r\n    assert True\r\n";
+        let c = tests(&s, &t, &plan, Some(existing.into()), ANSWER).unwrap();
+        assert_eq!(
+            c[0].result(),
+            "import pytest\r\nfrom geometry import hypotenuse\r\n\r\n\r\ndef test_other():\r\n    assert True\r\n\r\n\r\ndef test_hypotenuse():\r\n    assert hypotenuse(3, 4) == 5\r\n"
+        );
+        // An existing LF test file next to a CRLF source keeps LF.
+        let c = tests(&s, &t, &plan, Some("import pytest\n".into()), ANSWER).unwrap();
+        assert!(!c[0].result().contains('\r'), "{:?}", c[0].result());
+    }
+
+    #[test]
+    fn a_sys_path_import_is_added_line_by_line_to_an_existing_file() {
+        let spec = syntax::by_language_id("python").unwrap();
+        let tree = spec.parse(GEOMETRY);
+        let s = source("python", GEOMETRY, &tree, "/ws/my dir/geometry.py");
+        let t = function_at(spec, &tree, GEOMETRY, 20).unwrap();
+        let plan = layout::plan(&s, &t, &|_| false, &|_| None).unwrap();
+        let existing = "import sys\n\n\ndef test_other():\n    assert True\n";
+        let out = tests(&s, &t, &plan, Some(existing.into()), ANSWER).unwrap()[0].result();
+        assert!(
+            out.starts_with("import sys\nfrom pathlib import Path\nsys.path.insert(0, str(Path(__file__).resolve().parents[1] / \"my dir\"))\nfrom geometry import hypotenuse\n\n\ndef test_other"),
+            "{out}"
+        );
+        assert_eq!(out.matches("import sys").count(), 1, "{out}");
     }
 }

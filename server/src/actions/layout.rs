@@ -2,7 +2,10 @@
 //! the framework, the header a new file needs and the import of the code under test.
 //!
 //! Python → pytest in `tests/test_<module>.py` (or `test/`, or beside the module when that is
-//! where the workspace keeps its tests); Rust → a `#[cfg(test)] mod tests` in the same file;
+//! where the workspace keeps its tests), importing the module by its dotted path from the
+//! workspace root — or, below a folder that is not a Python name (`my dir/`, `my-pkg/`), by
+//! putting that folder on `sys.path` first; a file outside every workspace folder gets its
+//! tests next to it (the plan says so, and the user is told); Rust → a `#[cfg(test)] mod tests` in the same file;
 //! Go → `<file>_test.go`; JavaScript/TypeScript → `<name>.test.<ext>` (in `__tests__/` when the
 //! folder has one), with Vitest, Jest or `node:test` as `package.json` says.
 
@@ -18,8 +21,32 @@ pub struct TestPlan {
     pub framework: &'static str,
     /// The text a new test file starts with (imports, package line).
     pub header: String,
-    /// The line importing the code under test; added to an existing file that lacks it.
+    /// The line importing the code under test (lines, when its folder must go on `sys.path`
+    /// first); each one an existing file lacks is added.
     pub import: Option<String>,
+    /// The source file is in no workspace folder: its tests go next to it.
+    pub outside_workspace: bool,
+}
+
+/// Python's keywords: not usable as module or package names.
+const PYTHON_KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
+    "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
+    "pass", "raise", "return", "try", "while", "with", "yield",
+];
+
+/// Whether `name` can be written in an import statement (`my_pkg` can, `my-pkg` and `my dir`
+/// cannot).
+pub fn is_python_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+        && !PYTHON_KEYWORDS.contains(&name)
+}
+
+/// A Python string literal for `text`.
+fn python_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// The name to import: the top-level definition holding the target (its class for a method).
@@ -44,11 +71,13 @@ pub fn import_name(source: &Source<'_>, target: &Target) -> String {
 pub fn plan(source: &Source<'_>, target: &Target, exists: &dyn Fn(&Path) -> bool, read: &dyn Fn(&Path) -> Option<String>) -> Result<TestPlan, String> {
     let spec = source.spec;
     if spec.name == "rust" {
-        return Ok(TestPlan { path: None, framework: "Rust #[test]", header: String::new(), import: None });
+        return Ok(TestPlan { path: None, framework: "Rust #[test]", header: String::new(), import: None, outside_workspace: false });
     }
     let file = source.path.as_ref().ok_or("the document is not a file on disk, so there is nowhere to put its tests")?;
     let dir = file.parent().unwrap_or(Path::new("."));
-    let root = source.root.clone().filter(|r| file.starts_with(r)).unwrap_or_else(|| dir.to_owned());
+    let inside = source.root.clone().filter(|r| file.starts_with(r));
+    let outside_workspace = inside.is_none();
+    let root = inside.unwrap_or_else(|| dir.to_owned());
     let stem = file.file_stem().and_then(|s| s.to_str()).ok_or("the file has no name")?;
     let ext = file.extension().and_then(|s| s.to_str()).unwrap_or("");
     let name = import_name(source, target);
@@ -69,21 +98,46 @@ pub fn plan(source: &Source<'_>, target: &Target, exists: &dyn Fn(&Path) -> bool
             } else {
                 root.join("tests")
             };
+            let file_name = file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            if !is_python_name(stem) {
+                return Err(format!(
+                    "`{file_name}` is not a Python module name (an import can only name letters, digits and `_`), so no test could import it; rename the file to generate its tests"
+                ));
+            }
             let relative = file.strip_prefix(&root).unwrap_or(file).with_extension("");
             let mut parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-            if parts.len() > 1 && parts[0] == "src" {
+            // Below a folder that is not a Python name, the import starts after that folder,
+            // which the test file puts on `sys.path` (found from its own place, so the tests run
+            // from any working directory).
+            let unnamable = parts[..parts.len() - 1].iter().rposition(|p| !is_python_name(p));
+            let path_entry = unnamable.map(|i| parts.drain(..=i).collect::<Vec<_>>());
+            if path_entry.is_none() && parts.len() > 1 && parts[0] == "src" {
                 parts.remove(0);
             }
             if parts.last().is_some_and(|p| p == "__init__") {
                 parts.pop();
             }
+            if parts.is_empty() {
+                let folder_name = path_entry.as_ref().and_then(|p| p.last()).cloned().unwrap_or_default();
+                return Err(format!(
+                    "the package folder `{folder_name}` is not a Python name (an import can only name letters, digits and `_`), so no test could import it; rename the folder to generate its tests"
+                ));
+            }
             let module = parts.join(".");
-            let import = format!("from {module} import {name}");
+            let mut import = format!("from {module} import {name}");
+            if let Some(entry) = path_entry {
+                let depth = folder.strip_prefix(&root).map_or(0, |f| f.iter().count());
+                let entry: String = entry.iter().map(|p| format!(" / {}", python_string(p))).collect();
+                import = format!(
+                    "import sys\nfrom pathlib import Path\nsys.path.insert(0, str(Path(__file__).resolve().parents[{depth}]{entry}))\n{import}"
+                );
+            }
             Ok(TestPlan {
                 path: Some(folder.join(format!("test_{stem}.py"))),
                 framework: "pytest",
                 header: format!("{import}\n"),
                 import: Some(import),
+                outside_workspace,
             })
         }
         "go" => {
@@ -97,6 +151,7 @@ pub fn plan(source: &Source<'_>, target: &Target, exists: &dyn Fn(&Path) -> bool
                 framework: "Go testing",
                 header: format!("package {package}\n\nimport \"testing\"\n"),
                 import: None,
+                outside_workspace,
             })
         }
         _ => {
@@ -125,6 +180,7 @@ pub fn plan(source: &Source<'_>, target: &Target, exists: &dyn Fn(&Path) -> bool
                 framework,
                 header: format!("{runner}{import}\n"),
                 import: Some(import),
+                outside_workspace,
             })
         }
     }
@@ -186,5 +242,47 @@ mod tests {
         assert!(p.header.contains("require('../slug')") && p.header.contains("node:test"), "{}", p.header);
         let p = plan_for("rust", "/ws/src/lib.rs", "fn clamp() -> i32 {\n    BODY\n}\n", &[], &[]);
         assert_eq!(p.path, None);
+    }
+    fn python_plan(file: &str, text: &str, dirs: &[&str]) -> Result<TestPlan, String> {
+        let spec = syntax::by_language_id("python").unwrap();
+        let tree = spec.parse(text);
+        let target = super::super::function_at(spec, &tree, text, text.find("BODY").unwrap()).unwrap();
+        let source = Source { spec, text, tree: &tree, path: Some(PathBuf::from(file)), root: Some(PathBuf::from("/ws")) };
+        plan(&source, &target, &|p: &Path| dirs.iter().any(|d| Path::new(d) == p), &|_| None)
+    }
+
+    #[test]
+    fn python_folders_that_are_not_names_go_on_sys_path() {
+        let src = "def area(r):\n    return BODY\n";
+        let p = python_plan("/ws/my dir/geo.py", src, &[]).unwrap();
+        assert_eq!(p.path, Some(PathBuf::from("/ws/tests/test_geo.py")));
+        assert_eq!(
+            p.import.as_deref(),
+            Some("import sys\nfrom pathlib import Path\nsys.path.insert(0, str(Path(__file__).resolve().parents[1] / \"my dir\"))\nfrom geo import area")
+        );
+        // Only the folders below the last unnamable one are the module's dotted path.
+        let p = python_plan("/ws/src/my-pkg/shapes/geo.py", src, &["/ws/test"]).unwrap();
+        assert_eq!(p.path, Some(PathBuf::from("/ws/test/test_geo.py")));
+        assert!(p.header.contains("parents[1] / \"src\" / \"my-pkg\"))\nfrom shapes.geo import area\n"), "{}", p.header);
+        let p = python_plan("/ws/class/geo.py", src, &[]).unwrap();
+        assert!(p.header.contains("/ \"class\"))\nfrom geo import area"), "a keyword is no package name either: {}", p.header);
+        // Names that are fine stay a plain import.
+        assert_eq!(python_plan("/ws/pkg_2/geo.py", src, &[]).unwrap().header, "from pkg_2.geo import area\n");
+        // A file or package that no import can name: refused before anything runs, with why.
+        let e = python_plan("/ws/my-geo.py", src, &[]).unwrap_err();
+        assert!(e.contains("`my-geo.py` is not a Python module name"), "{e}");
+        let e = python_plan("/ws/my-pkg/__init__.py", src, &[]).unwrap_err();
+        assert!(e.contains("`my-pkg`"), "{e}");
+        assert!(is_python_name("naïve") && !is_python_name("2d") && !is_python_name("") && !is_python_name("None"));
+    }
+
+    #[test]
+    fn a_file_outside_the_workspace_gets_its_tests_next_to_it() {
+        let src = "def area(r):\n    return BODY\n";
+        let p = python_plan("/elsewhere/geo.py", src, &[]).unwrap();
+        assert!(p.outside_workspace);
+        assert_eq!(p.path, Some(PathBuf::from("/elsewhere/tests/test_geo.py")));
+        assert_eq!(p.header, "from geo import area\n");
+        assert!(!python_plan("/ws/geo.py", src, &[]).unwrap().outside_workspace);
     }
 }

@@ -66,6 +66,23 @@ pub struct Source<'a> {
 
 /// The innermost named function or method around `offset`.
 pub fn function_at(spec: &Spec, tree: &Tree, text: &str, offset: usize) -> Option<Target> {
+    named_function_at(spec, tree, text, offset, false)
+}
+
+/// The function tests are written for at `offset`: the outermost named function around it. A
+/// function nested in another cannot be imported or called from a test file, so its tests are
+/// the enclosing function's (a method's: its class is what the test imports).
+pub fn tests_target(spec: &Spec, tree: &Tree, text: &str, offset: usize) -> Option<Target> {
+    named_function_at(spec, tree, text, offset, true)
+}
+
+/// The target for an action of `kind` at `offset`: [`tests_target`] for tests, else
+/// [`function_at`].
+pub fn target_for(kind: &Kind, spec: &Spec, tree: &Tree, text: &str, offset: usize) -> Option<Target> {
+    named_function_at(spec, tree, text, offset, *kind == Kind::Tests)
+}
+
+fn named_function_at(spec: &Spec, tree: &Tree, text: &str, offset: usize, outermost: bool) -> Option<Target> {
     let scope = spec.scopes.capture_index_for_name("scope")?;
     let mut best: Option<(Node<'_>, String)> = None;
     let mut qc = QueryCursor::new();
@@ -78,7 +95,8 @@ pub fn function_at(spec: &Spec, tree: &Tree, text: &str, offset: usize) -> Optio
                 continue;
             }
             let Some(name) = name_of(n, text) else { continue };
-            if best.as_ref().is_none_or(|(b, _)| n.byte_range().len() < b.byte_range().len()) {
+            let better = |b: &Node<'_>| if outermost { n.byte_range().len() > b.byte_range().len() } else { n.byte_range().len() < b.byte_range().len() };
+            if best.as_ref().is_none_or(|(b, _)| better(b)) {
                 best = Some((n, name));
             }
         }
@@ -334,6 +352,22 @@ mod tests {
         assert_eq!(at("go", "package p\n\nfunc Add(a, b int) int {\n\treturn a |+ b\n}\n").unwrap().name, "Add");
         assert_eq!(at("javascript", "const slug = (s) => s.|trim();\n").unwrap().name, "slug");
         assert_eq!(at("typescript", "export function parse(s: string): number {\n  return Number(|s);\n}\n").unwrap().name, "parse");
+    }
+
+    #[test]
+    fn tests_aim_at_the_function_a_test_can_import() {
+        let spec = syntax::by_language_id("python").unwrap();
+        let src = "def outer(x):\n    def inner(y):\n        return y * 2\n    return inner(x)\n\n\nclass A:\n    def m(self):\n        def helper():\n            return 1\n        return helper()\n";
+        let tree = spec.parse(src);
+        let at = src.find("y * 2").unwrap();
+        assert_eq!(function_at(spec, &tree, src, at).unwrap().name, "inner", "docstrings and refactors: the function itself");
+        assert_eq!(tests_target(spec, &tree, src, at).unwrap().name, "outer", "tests: the importable one around it");
+        assert_eq!(target_for(&Kind::Tests, spec, &tree, src, at).unwrap().name, "outer");
+        assert_eq!(target_for(&Kind::Docstring, spec, &tree, src, at).unwrap().name, "inner");
+        let at = src.find("return 1").unwrap();
+        assert_eq!(tests_target(spec, &tree, src, at).unwrap().name, "m", "a method (imported through its class)");
+        let at = src.find("return inner").unwrap();
+        assert_eq!(tests_target(spec, &tree, src, at).unwrap().name, "outer");
     }
 
     #[test]

@@ -38,7 +38,11 @@ pub const LAST_ROUTE: &str = "ghostline.lastRoute";
 pub struct ActionState {
     /// The client's capabilities, as JSON (only a few flags are read).
     capabilities: Mutex<Value>,
-    root: Mutex<Option<PathBuf>>,
+    /// The workspace folders (the `rootUri` when the client sends none).
+    roots: Mutex<Vec<PathBuf>>,
+    /// Test files an action is writing now: a second action for the same file is refused
+    /// until the first has sent its edit (both would create or fill it from the same text).
+    writing: Mutex<std::collections::HashSet<PathBuf>>,
     breaker: Mutex<Option<Breaker>>,
     budget: Mutex<Budget>,
     /// Built on the first cloud-routed action (never in offline mode), rebuilt when the cloud
@@ -54,13 +58,23 @@ impl ActionState {
         let folders = serde_json::to_value(&params.workspace_folders_initialize_params.workspace_folders).unwrap_or(Value::Null);
         #[allow(deprecated)] // rootUri: still what clients without workspace folders send
         let root_uri = params.root_uri.as_ref().map(|u| u.0.as_str().to_owned());
-        let root = folders
-            .pointer("/0/uri")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or(root_uri)
-            .and_then(|u| uri_to_path(&u));
-        *self.root.lock().unwrap() = root;
+        let mut roots: Vec<PathBuf> = folders
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.get("uri").and_then(Value::as_str).and_then(uri_to_path))
+            .collect();
+        if roots.is_empty() {
+            roots.extend(root_uri.as_deref().and_then(uri_to_path));
+        }
+        *self.roots.lock().unwrap() = roots;
+    }
+
+    /// The workspace folder holding `path` (the innermost, when folders nest); `None` for a
+    /// file in none of them.
+    fn root_for(&self, path: Option<&Path>) -> Option<PathBuf> {
+        let path = path?;
+        self.roots.lock().unwrap().iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len()).cloned()
     }
 
     fn capability(&self, pointer: &str) -> Value {
@@ -71,6 +85,67 @@ impl ActionState {
         self.capability("/textDocument/codeAction/resolveSupport/properties")
             .as_array()
             .is_some_and(|p| p.iter().any(|v| v == "command"))
+    }
+}
+
+/// Marks a test file as being written by one action; unmarked when dropped.
+struct Writing<'a> {
+    set: &'a Mutex<std::collections::HashSet<PathBuf>>,
+    path: PathBuf,
+}
+
+impl<'a> Writing<'a> {
+    /// `None` when another action is writing `path` now.
+    fn claim(set: &'a Mutex<std::collections::HashSet<PathBuf>>, path: &Path) -> Option<Self> {
+        set.lock().unwrap().insert(path.to_owned()).then(|| Writing { set, path: path.to_owned() })
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.set.lock().unwrap().remove(&self.path);
+    }
+}
+
+/// Files and folders ghostline created for an edit (for clients that cannot create files),
+/// removed again when the edit is not applied: a refused edit leaves nothing behind.
+#[derive(Default)]
+struct Created(Vec<PathBuf>);
+
+impl Created {
+    /// Creates the folders `file` needs and `file` itself, empty, remembering each.
+    fn file(&mut self, file: &Path) -> std::result::Result<(), String> {
+        let mut missing = Vec::new();
+        let mut dir = file.parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            missing.push(d.to_owned());
+            dir = d.parent();
+        }
+        for d in missing.into_iter().rev() {
+            std::fs::create_dir(&d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+            self.0.push(d);
+        }
+        std::fs::OpenOptions::new().write(true).create_new(true).open(file).map_err(|e| format!("cannot create {}: {e}", file.display()))?;
+        self.0.push(file.to_owned());
+        Ok(())
+    }
+
+    /// Removes what was created, newest first: the file only while still empty, a folder only
+    /// while empty.
+    fn undo(self) {
+        for p in self.0.into_iter().rev() {
+            let removed = if p.is_dir() {
+                std::fs::remove_dir(&p)
+            } else if std::fs::metadata(&p).is_ok_and(|m| m.len() == 0) {
+                std::fs::remove_file(&p)
+            } else {
+                continue;
+            };
+            match removed {
+                Ok(()) => tracing::debug!(path = %p.display(), "removed what a refused edit would have filled"),
+                Err(e) => tracing::warn!("cannot remove {}: {e}", p.display()),
+            }
+        }
     }
 }
 
@@ -146,7 +221,12 @@ impl Backend {
         let target = actions::function_at(spec, tree, &snap.text, snap.cursor);
         let mut list: Vec<(Kind, Value)> = Vec::new();
         if target.is_some() {
-            for kind in [Kind::Tests, Kind::Docstring, Kind::Refactor] {
+            // Tests go in a file beside the source (Rust: in it), so an unsaved document
+            // (`untitled:`) has nowhere to put them.
+            if spec.name == "rust" || uri_to_path(uri.0.as_str()).is_some() {
+                list.push((Kind::Tests, Value::Null));
+            }
+            for kind in [Kind::Docstring, Kind::Refactor] {
                 list.push((kind, Value::Null));
             }
         }
@@ -173,7 +253,8 @@ impl Backend {
             if !only.is_empty() && !only.iter().any(|o| lsp_kind == o || lsp_kind.starts_with(&format!("{o}."))) {
                 continue;
             }
-            let title = actions::title(&kind, spec, target.as_ref().map(|t| t.name.as_str()));
+            let named = if kind == Kind::Tests { actions::tests_target(spec, tree, &snap.text, snap.cursor) } else { target.clone() };
+            let title = actions::title(&kind, spec, named.as_ref().map(|t| t.name.as_str()));
             let data = json!({
                 "uri": uri.0.as_str(), "version": snap.version, "kind": kind_name(&kind),
                 "position": params.range.start, "diagnostic": diagnostic, "title": title, "language": spec_name,
@@ -207,12 +288,19 @@ impl Backend {
             ))),
             RUN => {
                 let data = params.arguments.and_then(|a| a.into_iter().next()).ok_or_else(|| Error::invalid_params("ghostline.runAction needs the action's data"))?;
-                let result = self.run_action(&data).await;
+                // This action's route, once it has one: what its answer reports, even on failure.
+                let mut route = None;
+                let result = self.run_action(&data, &mut route).await;
                 match result {
                     Ok(v) => Ok(Some(v)),
                     Err(message) => {
                         self.client.show_message(MessageType::Warning, format!("ghostline: {message}")).await;
-                        let route = self.actions.last_route.lock().unwrap().clone();
+                        if route.is_none() {
+                            // Failed before it was routed: `ghostline.lastRoute` says so, rather
+                            // than naming the route of an earlier action.
+                            let title = data.get("title").and_then(Value::as_str).unwrap_or("ghostline action");
+                            *self.actions.last_route.lock().unwrap() = Some(format!("{title} — not run: {message}"));
+                        }
                         Ok(Some(json!({"applied": false, "error": message, "lastRoute": route})))
                     }
                 }
@@ -230,7 +318,7 @@ impl Backend {
         std::fs::read_to_string(path).ok().map(|t| (t, None))
     }
 
-    async fn run_action(&self, data: &Value) -> std::result::Result<Value, String> {
+    async fn run_action(&self, data: &Value, route_out: &mut Option<String>) -> std::result::Result<Value, String> {
         let started = Instant::now();
         let config = self.config.read().unwrap().clone();
         let enc = *self.encoding.read().unwrap();
@@ -244,7 +332,6 @@ impl Backend {
         };
         let (spec, tree) = snap.syntax.clone().ok_or("no grammar for this document's language")?;
         let text = snap.text.as_str();
-        let target = actions::function_at(spec, &tree, text, snap.cursor);
         let kind = match data.get("kind").and_then(Value::as_str) {
             Some("tests") => Kind::Tests,
             Some("docstring") => Kind::Docstring,
@@ -262,11 +349,12 @@ impl Backend {
             }
             _ => return Err("unknown action kind".into()),
         };
+        let target = actions::target_for(&kind, spec, &tree, text, snap.cursor);
         if target.is_none() && !matches!(kind, Kind::Fix { .. }) {
             return Err("no function under the cursor any more".into());
         }
-        let root = self.actions.root.lock().unwrap().clone();
         let path = uri_to_path(uri.0.as_str());
+        let root = self.actions.root_for(path.as_deref());
         let source = Source { spec, text, tree: &tree, path: path.clone(), root: root.clone() };
         let title = data.get("title").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| actions::title(&kind, spec, target.as_ref().map(|t| t.name.as_str())));
 
@@ -274,6 +362,14 @@ impl Backend {
         let plan = match (&kind, &target) {
             (Kind::Tests, Some(t)) => Some(layout::plan(&source, t, &|p: &Path| p.exists(), &|p: &Path| self.read_file(p).map(|(t, _)| t))?),
             _ => None,
+        };
+        // One action per test file at a time: from reading what is there to sending the edit.
+        let _writing = match plan.as_ref().and_then(|p| p.path.as_ref()) {
+            Some(p) => Some(Writing::claim(&self.actions.writing, p).ok_or_else(|| {
+                let name = p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
+                format!("{title}: another action is writing tests into {name} now; run this one again once it is done")
+            })?),
+            None => None,
         };
         let existing_tests = plan.as_ref().and_then(|p| p.path.as_ref()).and_then(|p| self.read_file(p));
         let framework = plan.as_ref().map_or("", |p| p.framework);
@@ -341,6 +437,7 @@ impl Backend {
         });
         let headline = format!("{title} — {}: {}", decision.route.name(), decision.reason);
         *self.actions.last_route.lock().unwrap() = Some(headline.clone());
+        *route_out = Some(headline.clone());
         tracing::info!(action = %title, route = decision.route.name(), reason = %decision.reason, "code action routed");
         if decision.route == Route::Unavailable {
             return Err(format!("{title}: {}", decision.reason));
@@ -425,10 +522,30 @@ impl Backend {
             }
             return Err(format!("{title}: the document changed while the action ran; nothing was applied"));
         }
-        let (edit, files) = self.workspace_edit(&uri, snap.version, text, &changes, enc)?;
+        let (edit, files, created) = self.workspace_edit(&uri, snap.version, text, &changes, enc)?;
         tracing::debug!(files = ?files, cached = answer.cached, "sending workspace/applyEdit");
-        let applied = self.client.apply_edit(edit).await.map_err(|e| format!("{title}: the editor did not apply the edit: {}", e.message))?;
+        let applied = match self.client.apply_edit(edit).await {
+            Ok(applied) => applied,
+            Err(e) => {
+                created.undo();
+                return Err(format!("{title}: the editor did not apply the edit: {}", e.message));
+            }
+        };
         tracing::debug!(applied = applied.applied, "workspace/applyEdit answered");
+        if !applied.applied {
+            created.undo();
+        }
+        // Tests for a file in no workspace folder went next to it: say where.
+        let note = match (&plan, applied.applied) {
+            (Some(p), true) if p.outside_workspace => p.path.as_ref().map(|t| {
+                let file = path.as_ref().map_or_else(String::new, |s| s.display().to_string());
+                format!("{file} is in no workspace folder, so its tests were written next to it: {}", t.display())
+            }),
+            _ => None,
+        };
+        if let Some(note) = &note {
+            self.client.show_message(MessageType::Info, format!("ghostline: {note}")).await;
+        }
         let summary = match (&fallback, answer.cached) {
             (Some(why), _) => format!("{why}; ran locally instead"),
             (None, true) => format!("{} (cached answer)", decision.reason),
@@ -436,6 +553,7 @@ impl Backend {
         };
         let route_line = format!("{title} — {}: {summary}", route_used.name());
         *self.actions.last_route.lock().unwrap() = Some(route_line.clone());
+        *route_out = Some(route_line.clone());
         if let Some(p) = progress {
             p.finish_with_message(if applied.applied { format!("done ({})", route_used.name()) } else { "the editor refused the edit".into() }).await;
         }
@@ -452,6 +570,7 @@ impl Backend {
             "fallback": fallback,
             "cached": answer.cached,
             "files": files,
+            "note": note,
             "ms": started.elapsed().as_secs_f64() * 1e3,
             "cloudClientsBuilt": crate::cloud::clients_built(),
         }))
@@ -534,7 +653,8 @@ impl Backend {
     }
 
     /// Changes → one `WorkspaceEdit`: versioned edits for open documents, `CreateFile` for new
-    /// files (written by ghostline itself when the client cannot create files).
+    /// files (written by ghostline itself when the client cannot create files: those come back
+    /// in [`Created`], to be removed if the edit is not applied).
     fn workspace_edit(
         &self,
         uri: &Uri,
@@ -542,6 +662,25 @@ impl Backend {
         text: &str,
         changes: &[Change],
         enc: Encoding,
+    ) -> std::result::Result<(WorkspaceEdit, Vec<String>, Created), String> {
+        let mut created = Created::default();
+        match self.workspace_edit_creating(uri, version, text, changes, enc, &mut created) {
+            Ok((edit, files)) => Ok((edit, files, created)),
+            Err(e) => {
+                created.undo();
+                Err(e)
+            }
+        }
+    }
+
+    fn workspace_edit_creating(
+        &self,
+        uri: &Uri,
+        version: i32,
+        text: &str,
+        changes: &[Change],
+        enc: Encoding,
+        created: &mut Created,
     ) -> std::result::Result<(WorkspaceEdit, Vec<String>), String> {
         let document_changes = self.actions.capability("/workspace/workspaceEdit/documentChanges").as_bool().unwrap_or(false);
         let can_create = self
@@ -567,10 +706,7 @@ impl Backend {
                             if document_changes && can_create {
                                 ops.push(json!({"kind": "create", "uri": u, "options": {"overwrite": false, "ignoreIfExists": true}}));
                             } else {
-                                if let Some(dir) = p.parent() {
-                                    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                                }
-                                std::fs::write(p, "").map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+                                created.file(p)?;
                             }
                             (u, String::new(), None)
                         }

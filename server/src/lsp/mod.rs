@@ -28,8 +28,13 @@ use crate::model::{CancelFlag, GenerateError, ModelHandle, ModelStatus, Sampling
 use document::Document;
 use encoding::Encoding;
 
-/// Runs the server on stdin/stdout until the client exits.
-pub async fn serve_stdio() {
+/// Set once the client asked for `shutdown`: the process then exits with 0, else with 1 (the
+/// LSP specification's rule for `exit`; an editor that vanishes without either gets 1 too).
+static SHUTDOWN_ASKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs the server on stdin/stdout until the client exits. Returns whether `shutdown` came
+/// first, which decides the exit code.
+pub async fn serve_stdio() -> bool {
     let (service, socket) =
         LspService::build(Backend::new).custom_method("ghostline/lastTimings", Backend::last_timings).finish();
     // The protocol layer talks to an in-memory pipe; `transport::guard` checks every frame
@@ -41,6 +46,7 @@ pub async fn serve_stdio() {
     Server::new(theirs_read, theirs_write, socket).serve(service).await;
     // Let the last frames (the answer to `shutdown`) reach the editor.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), guard).await;
+    SHUTDOWN_ASKED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 pub struct Backend {
@@ -48,6 +54,9 @@ pub struct Backend {
     docs: Mutex<HashMap<Uri, Document>>,
     encoding: RwLock<Encoding>,
     config: RwLock<Config>,
+    /// The settings in force as the editor sent them: `initializationOptions` with every
+    /// `didChangeConfiguration` since laid over them key by key ([`config::layer`]).
+    settings: Mutex<Value>,
     engine: RwLock<Option<Arc<Engine>>>,
     /// The work running per document; a change or a request for another cursor cancels it.
     inflight: Mutex<HashMap<Uri, Inflight>>,
@@ -133,6 +142,7 @@ impl Backend {
             docs: Mutex::default(),
             encoding: RwLock::default(),
             config: RwLock::new(Config::default()),
+            settings: Mutex::new(Value::Null),
             engine: RwLock::default(),
             inflight: Mutex::default(),
             init_messages: Mutex::default(),
@@ -447,7 +457,10 @@ impl LanguageServer for Backend {
         self.actions.init(&params);
         let options = params.initialization_options.unwrap_or(Value::Null);
         match self.read_settings(&options) {
-            Ok(config) => *self.config.write().unwrap_or_else(PoisonError::into_inner) = config,
+            Ok(config) => {
+                *self.config.write().unwrap_or_else(PoisonError::into_inner) = config;
+                *self.settings.lock().unwrap_or_else(PoisonError::into_inner) = config::layer(&Value::Null, &options);
+            }
             Err(message) => {
                 tracing::error!("{message}");
                 let defaults = config::Options::default().resolve(config::env_model());
@@ -499,6 +512,7 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
+        SHUTDOWN_ASKED.store(true, std::sync::atomic::Ordering::SeqCst);
         for work in self.inflight.lock().unwrap_or_else(PoisonError::into_inner).values_mut() {
             work.cancel();
         }
@@ -568,12 +582,25 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         contained_notification("workspace/didChangeConfiguration", async move {
-            match self.read_settings(&params.settings) {
-                Ok(new) => {
+            // A change names only what changes: it is laid over the settings in force.
+            let layered = match config::check_shape(&params.settings) {
+                Ok(()) => {
+                    let change = config::unwrap_namespace(&params.settings);
+                    if change.is_null() || change.as_object().is_some_and(|m| m.is_empty()) {
+                        tracing::debug!("didChangeConfiguration without settings: nothing changes");
+                        return;
+                    }
+                    Ok(config::layer(&self.settings.lock().unwrap_or_else(PoisonError::into_inner), change))
+                }
+                Err(message) => Err(message),
+            };
+            match layered.and_then(|layered| self.read_settings(&layered).map(|config| (layered, config))) {
+                Ok((layered, new)) => {
                     let change = {
                         let mut config = self.config.write().unwrap_or_else(PoisonError::into_inner);
                         let change = settings_change(&config, &new);
                         *config = new;
+                        *self.settings.lock().unwrap_or_else(PoisonError::into_inner) = layered;
                         change
                     };
                     match change {

@@ -50,6 +50,13 @@ pub fn trim(suggestion: &str, after: &str) -> String {
     suggestion.to_owned()
 }
 
+/// A suggestion for a cursor that follows code and a space (`return "Hello, " + |`): the
+/// line has its space already, so the suggestion's own leading spaces and tabs go
+/// (` name + "!"` → `name + "!"`), as the closers the line has after the cursor do in [`trim`].
+pub fn after_space(suggestion: &str) -> &str {
+    suggestion.trim_start_matches([' ', '\t'])
+}
+
 /// What a line does to the brackets and string around the cursor.
 struct Scan {
     /// Where it first closes a bracket (or the string) opened before the cursor.
@@ -185,6 +192,15 @@ mod tests {
         assert_eq!(trim("x, y)]\r\n    return z", ")]"), "x, y\r\n    return z");
         assert_eq!(trim("x, y):\n    return z", ")"), "x, y");
         assert_eq!(trim("x, y\n    z)", ")"), "x, y\n    z)");
+    }
+
+    #[test]
+    fn a_space_the_line_has_before_the_cursor_is_dropped() {
+        use super::after_space;
+        assert_eq!(after_space(" name + \"!\""), "name + \"!\"");
+        assert_eq!(after_space("\t x"), "x");
+        assert_eq!(after_space("x  y"), "x  y");
+        assert_eq!(after_space("\n    y"), "\n    y");
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct StopRule {
     pub mode: Mode,
     /// Code after the cursor on its line (used to drop text the line already has).
     line_after: String,
+    /// The cursor follows code and a space or tab: a suggestion does not type that space again.
+    space_before: bool,
     /// The next non-blank line below the cursor, trimmed (a suggestion stops before repeating it).
     next_line: Option<String>,
     /// Text the generation must start with and that is not part of the suggestion: the line
@@ -50,12 +52,13 @@ impl StopRule {
         } else {
             Mode::SingleLine
         };
-        StopRule { mode, line_after: line_after.to_owned(), next_line, lead: String::new(), braces: false }
+        let space_before = before.ends_with([' ', '\t']) && !before.trim().is_empty();
+        StopRule { mode, line_after: line_after.to_owned(), space_before, next_line, lead: String::new(), braces: false }
     }
 
     /// Never stops on the text (see [`Mode::Unbounded`]).
     pub fn unbounded() -> Self {
-        StopRule { mode: Mode::Unbounded, line_after: String::new(), next_line: None, lead: String::new(), braces: false }
+        StopRule { mode: Mode::Unbounded, line_after: String::new(), space_before: false, next_line: None, lead: String::new(), braces: false }
     }
 
     /// Completes the current line only (the syntax tree says the cursor is mid-expression).
@@ -87,13 +90,19 @@ impl StopRule {
     }
 
     /// The final suggestion: lead removed, cut at the stop point, trailing whitespace removed,
-    /// and closers the line already has after the cursor not repeated ([`closers::trim`]).
+    /// and neither the space before the cursor nor the closers the line already has after it
+    /// repeated ([`closers::after_space`], [`closers::trim`]).
     pub fn finish(&self, text: &str) -> String {
         let Some(text) = text.strip_prefix(self.lead.as_str()) else {
             return String::new();
         };
         let end = self.cut(text, true).unwrap_or(text.len());
-        closers::trim(text[..end].trim_end(), &self.line_after)
+        let text = closers::trim(text[..end].trim_end(), &self.line_after);
+        if self.space_before {
+            closers::after_space(&text).to_owned()
+        } else {
+            text
+        }
     }
 
     /// The byte length to keep, if `text` must stop. `at_end` treats the last line as complete.
@@ -155,6 +164,25 @@ fn unbalanced_close(text: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// The line ending a text uses: `"\r\n"` when its first line break is one, else `"\n"`.
+pub fn line_ending(text: &str) -> &'static str {
+    match text.find('\n') {
+        Some(i) if text[..i].ends_with('\r') => "\r\n",
+        _ => "\n",
+    }
+}
+
+/// `text` with every line break written as `eol` (inserted text follows its document's line
+/// ending: a model, or ghostline's own templates, write `\n`).
+pub fn with_line_ending(text: &str, eol: &str) -> String {
+    let unix = text.replace("\r\n", "\n");
+    if eol == "\n" {
+        unix
+    } else {
+        unix.replace('\n', eol)
+    }
 }
 
 /// Columns of leading whitespace (a tab counts as 4).
@@ -244,6 +272,29 @@ mod tests {
         let r = rule("if a:\r\n\t|\r\n");
         assert_eq!(r.mode, Mode::MultiLine { indent: 4 });
         assert_eq!(r.finish("b = 1\r\n\tc = 2\r\nd"), "b = 1\r\n\tc = 2");
+    }
+
+    #[test]
+    fn line_endings_follow_the_document() {
+        assert_eq!(line_ending("a\r\nb\n"), "\r\n");
+        assert_eq!(line_ending("a\nb\r\n"), "\n");
+        assert_eq!(line_ending("one line"), "\n");
+        assert_eq!(with_line_ending("x\n    y\r\nz", "\r\n"), "x\r\n    y\r\nz");
+        assert_eq!(with_line_ending("x\r\ny\n", "\n"), "x\ny\n");
+    }
+
+    #[test]
+    fn the_space_before_the_cursor_is_not_typed_again() {
+        let r = rule("def greet(name):\n    return \"Hello, \" + |\n");
+        assert_eq!(r.finish(" name + \"!\"\n"), "name + \"!\"");
+        let r = rule("x = foo(a, |)\n");
+        assert_eq!(r.finish(" b)"), "b");
+        // No space before the cursor: the model's space is the one the line needs.
+        let r = rule("return a +|\n");
+        assert_eq!(r.finish(" b"), " b");
+        // Indentation alone is not "code and a space": deeper indentation is the model's.
+        let r = rule("def f(x):\n    |\n");
+        assert_eq!(r.finish("    y = 1"), "    y = 1");
     }
 
     #[test]
