@@ -153,9 +153,15 @@ impl StdioClient {
     }
 
     pub fn wait_response(&mut self, id: i64, timeout: Duration) -> Result<Value, String> {
+        self.wait_response_with_id(json!(id), timeout)
+    }
+
+    /// Like [`StdioClient::wait_response`] for any id, `null` included (the answer to a message
+    /// the server could not read).
+    pub fn wait_response_with_id(&mut self, id: Value, timeout: Duration) -> Result<Value, String> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(i) = self.responses.iter().position(|r| r["id"] == json!(id)) {
+            if let Some(i) = self.responses.iter().position(|r| r.get("id") == Some(&id)) {
                 return Ok(self.responses.remove(i));
             }
             self.pump(deadline).map_err(|e| format!("{e} (response to request {id})"))?;

@@ -29,6 +29,19 @@ fn still_completes(client: &mut StdioClient) {
     assert!(client.is_running());
 }
 
+/// The prompt (token ids) the server built for a completion at `line`, `character` of `uri`: the
+/// test model's prompt is the text before the cursor, so two documents give the same prompt at
+/// their ends when their texts are the same.
+fn prompt_at(client: &mut StdioClient, uri: &str, line: u32, character: u32) -> Value {
+    let r = inline_completion(client, uri, line, character);
+    assert!(r.get("error").is_none(), "{r}");
+    let t = client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap();
+    assert_eq!(t["result"]["uri"], uri, "{t}");
+    let prompt = t["result"]["prompt"].clone();
+    assert!(prompt.as_array().is_some_and(|p| !p.is_empty()), "{t}");
+    prompt
+}
+
 fn error_code(r: &Value) -> i64 {
     r["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error: {r}"))
 }
@@ -58,6 +71,9 @@ fn malformed_messages_get_errors_and_the_server_stays_up() {
 
     // Invalid JSON: a parse error with a null id.
     client.send_raw(&frame(b"{\"jsonrpc\": \"2.0\", \"id\": 77, \"method\": ")).unwrap();
+    let r = client.wait_response_with_id(Value::Null, Duration::from_secs(30)).unwrap();
+    assert_eq!(error_code(&r), -32700, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("invalid JSON"), "{r}");
     tried += 1;
     // Wrong types and missing fields.
     for params in [
@@ -87,16 +103,26 @@ fn malformed_messages_get_errors_and_the_server_stays_up() {
     let r = completion(&mut client, URI, 0, 4_000_000_000);
     assert!(r.get("error").is_none(), "a character past the line's end means its end: {r}");
     tried += 3;
-    // A lone surrogate in a JSON string.
+    // A lone surrogate in a JSON string: it becomes U+FFFD, one UTF-16 unit like it, so an
+    // edit after it lands where the editor means it (the whole text matches the one expected).
     client.send_raw(&frame(br#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///project/s.py","languageId":"python","version":1,"text":"x = '\ud800'\n"}}}"#)).unwrap();
     let r = inline_completion(&mut client, "file:///project/s.py", 0, 5);
     assert!(r.get("error").is_none() || error_code(&r) == -32602, "{r}");
+    let at = json!({"line": 0, "character": 7});
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": "file:///project/s.py", "version": 2}, "contentChanges": [{"range": {"start": at, "end": at}, "text": " + y"}]}),
+    );
+    open(&mut client, "file:///project/s-expected.py", "x = '\u{FFFD}' + y\n");
+    assert_eq!(prompt_at(&mut client, "file:///project/s.py", 1, 0), prompt_at(&mut client, "file:///project/s-expected.py", 1, 0));
     tried += 1;
     // Edits with ranges beyond the document clamp to its end.
     client.notify(
         "textDocument/didChange",
         json!({"textDocument": {"uri": URI, "version": 2}, "contentChanges": [{"range": {"start": {"line": 90, "character": 0}, "end": {"line": 99, "character": 9}}, "text": "y = 2\n"}]}),
     );
+    open(&mut client, "file:///project/bad-expected.py", "x = 1\ny = 2\n");
+    assert_eq!(prompt_at(&mut client, URI, 2, 0), prompt_at(&mut client, "file:///project/bad-expected.py", 2, 0), "x = 1 then y = 2");
     tried += 1;
 
     still_completes(&mut client);

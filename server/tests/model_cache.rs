@@ -6,7 +6,9 @@ mod common;
 use common::*;
 use ghostline::config::Options;
 use ghostline::engine::{Engine, Input};
-use ghostline::model::{CancelFlag, ModelHandle, ModelStatus, Sampling};
+use ghostline::context::{ContextParts, Strategy};
+use ghostline::model::{CancelFlag, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling};
+use ghostline::postprocess::StopRule;
 use ghostline::syntax;
 
 fn engine() -> Engine {
@@ -49,7 +51,8 @@ fn warm_and_cold_caches_give_the_same_suggestions() {
     assert!(reused_any, "the warm engine never reused its KV cache");
 }
 
-/// A cancelled request stops and the next one still works from a consistent cache.
+/// A request cancelled before the model thread takes it is not run, and the next one still
+/// works from a consistent cache.
 #[test]
 fn cancellation_leaves_a_usable_cache() {
     let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
@@ -66,6 +69,75 @@ fn cancellation_leaves_a_usable_cache() {
     let a = rt.block_on(e.complete(input, CancelFlag::new())).unwrap();
     let b = rt.block_on(engine().complete(input, CancelFlag::new())).unwrap();
     assert_eq!(a.text, b.text);
+}
+
+/// Cancelling while the prompt is being decoded, and again while tokens are being generated,
+/// stops the model's work there: the prompt is left part-decoded in the KV cache (the next
+/// request decodes only the rest of it), and fewer tokens come out than the same request makes
+/// when it is not cancelled.
+#[test]
+fn cancelling_during_prefill_and_during_decoding_stops_the_work() {
+    let mut options = Options::default();
+    options.model.path = Some(model());
+    // The prompt is decoded 16 tokens at a time: a cancellation check between each.
+    options.model.batch_size = Some(16);
+    let config = options.resolve(None);
+    let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
+    assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
+    // About a thousand tokens of code: every context fixture, one after the other, under a
+    // first line that the KV cache (holding the warm-up's tokens) does not begin with.
+    let mut files: Vec<_> = std::fs::read_dir(fixture("context")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let text: String = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e != "raw" && e != "md"))
+        .fold("# Code to read.\n".to_owned(), |text, p| text + &std::fs::read_to_string(p).unwrap().replace("<CURSOR>", ""));
+    const MAX_TOKENS: usize = 64;
+    let request = |cancel: &CancelFlag| GenerateRequest {
+        context: ContextParts { strategy: Strategy::Window, outline: Vec::new(), prefix_start: 0, prefix: text.clone(), suffix: String::new() },
+        max_prompt_tokens: 2048, // the whole text
+        stop: StopRule::unbounded(), // only the token limit ends it
+        max_tokens: MAX_TOKENS as u32,
+        cancel: cancel.clone(),
+    };
+    // Runs the request on another thread and cancels it as soon as its progress satisfies
+    // `now`; returns the progress seen then, the result, and the progress at the end.
+    let cancel_when = |now: &dyn Fn(Progress) -> bool| {
+        let cancel = CancelFlag::new();
+        std::thread::scope(|s| {
+            let worker = s.spawn(|| rt().block_on(handle.generate(request(&cancel))));
+            let seen = loop {
+                let p = cancel.progress();
+                if now(p) {
+                    cancel.cancel();
+                    break p;
+                }
+                assert!(!worker.is_finished(), "the request ended before it could be cancelled: {p:?}");
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            };
+            (seen, worker.join().unwrap(), cancel.progress())
+        })
+    };
+
+    // During the prefill: after its first chunk.
+    let (seen, result, prefill) = cancel_when(&|p| p.prefilled > 0);
+    assert_eq!(result.unwrap_err(), GenerateError::Cancelled);
+    assert!(prefill.prefilled >= seen.prefilled && prefill.generated == 0, "{seen:?} then {prefill:?}");
+    // During decoding: after a few tokens. The prompt's first part is in the KV cache already.
+    let (seen, result, decode) = cancel_when(&|p| p.generated >= 3);
+    assert_eq!(result.unwrap_err(), GenerateError::Cancelled);
+    assert!(decode.generated >= seen.generated && decode.generated < MAX_TOKENS, "{seen:?} then {decode:?}");
+    // Not cancelled, the same request generates all its tokens.
+    let full = rt().block_on(handle.generate(request(&CancelFlag::new()))).unwrap();
+    let prompt = full.timings.prompt_tokens;
+    let (reused, generated) = (full.timings.reused_tokens, full.timings.generated_tokens);
+    eprintln!("prompt {prompt} tokens; cancelled after {prefill:?}, then after {decode:?}; uncancelled: {reused} reused, {generated} generated");
+    assert_eq!(generated, MAX_TOKENS);
+    // The prefill stopped before the prompt's end, and what it had decoded stayed in the cache:
+    // the second request decoded only the rest.
+    assert!(prefill.prefilled < prompt, "the cancelled prefill went on to the end: {prefill:?} of {prompt}");
+    assert_eq!(prefill.prefilled + decode.prefilled, prompt, "{prefill:?} then {decode:?}");
+    assert_eq!(reused, prompt - 1);
 }
 
 /// Typing the start of a suggestion answers with its rest at once; the same prompt again is

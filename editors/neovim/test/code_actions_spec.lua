@@ -1,8 +1,7 @@
 -- Real-client test for code actions (issue 5): Neovim lists ghostline's code actions for the
 -- function under the cursor and applies one through its own UI path (vim.lsp.buf.code_action:
 -- codeAction/resolve, workspace/executeCommand, workspace/applyEdit), and the buffer changes.
--- Not run by scripts/test-editors.sh until the server has a codeActionProvider; then add it
--- there (`run_nvim_spec code_actions_spec.lua`).
+-- Run by scripts/test-editors.sh (`run_nvim_spec code_actions_spec.lua`) after ghostline_spec.lua.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
 
 local model = assert(vim.env.GHOSTLINE_MODEL, 'GHOSTLINE_MODEL must name the test model')

@@ -187,6 +187,11 @@ fn load_and_serve(
             let why = crate::fault::last_panic().unwrap_or_default();
             Err(GenerateError::Failed(format!("internal error in the model thread ({why}); recovered")))
         });
+        if matches!(result, Err(GenerateError::Cancelled)) {
+            let (Job::Complete { request: super::GenerateRequest { cancel, .. }, .. } | Job::Chat { request: super::ChatRequest { cancel, .. }, .. }) = &job;
+            let done = cancel.progress();
+            tracing::debug!(prefilled = done.prefilled, generated = done.generated, "request cancelled");
+        }
         job.reply(result);
     }
     // Idle for keepAlive: free the context, then the model.
@@ -475,6 +480,7 @@ impl<'m> Worker<'m> {
                 break;
             }
             timings.generated_tokens += 1;
+            cancel.add_generated();
             vocab.token_to_piece_into(token, &mut bytes, false, None);
             if let Some(at) = stop(valid_utf8_prefix(&bytes)) {
                 cut = Some(at);
@@ -554,6 +560,7 @@ impl<'m> Worker<'m> {
             }
             self.cached.extend_from_slice(chunk);
             self.cached_prompt = self.cached.len();
+            cancel.add_prefilled(chunk.len());
         }
         Ok((keep, restored))
     }

@@ -18,7 +18,7 @@ pub use residency::Residency;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
@@ -32,19 +32,47 @@ use crate::postprocess::StopRule;
 /// Why a request got no answer when the model thread died under it.
 pub const THREAD_STOPPED: &str = "the model thread has stopped";
 
-/// Shared flag that stops a request's work at the next check.
+/// Shared flag that stops a request's work at the next check, and how far that work got.
 #[derive(Debug, Clone, Default)]
-pub struct CancelFlag(Arc<AtomicBool>);
+pub struct CancelFlag(Arc<Shared>);
+
+#[derive(Debug, Default)]
+struct Shared {
+    cancelled: AtomicBool,
+    prefilled: AtomicUsize,
+    generated: AtomicUsize,
+}
+
+/// How far the model thread got with a request so far: prompt tokens decoded (those reused from
+/// the KV cache not counted) and tokens generated. Kept up to date while it runs, so that a
+/// cancelled request shows where its work stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub prefilled: usize,
+    pub generated: usize,
+}
 
 impl CancelFlag {
     pub fn new() -> Self {
         Self::default()
     }
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.cancelled.store(true, Ordering::Relaxed);
     }
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.cancelled.load(Ordering::Relaxed)
+    }
+    /// The work done for the request so far.
+    pub fn progress(&self) -> Progress {
+        Progress { prefilled: self.0.prefilled.load(Ordering::Relaxed), generated: self.0.generated.load(Ordering::Relaxed) }
+    }
+    /// Counts prompt tokens decoded (by the model thread, after each chunk).
+    pub(crate) fn add_prefilled(&self, n: usize) {
+        self.0.prefilled.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Counts one generated token (by the model thread).
+    pub(crate) fn add_generated(&self) {
+        self.0.generated.fetch_add(1, Ordering::Relaxed);
     }
 }
 
