@@ -22,7 +22,7 @@ if [ -z "$tarball" ]; then
   tarball=$(ls ../shared/vendor/helix/helix-*.tar.xz 2>/dev/null | sort | tail -1 || true)
 fi
 if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
-  echo "helix.sh: no Helix source snapshot (../shared/vendor/helix/helix-*.tar.xz beside the repository)" >&2
+  echo "helix.sh: no Helix source snapshot at ${tarball:-../shared/vendor/helix/helix-*.tar.xz (beside the repository)}" >&2
   exit 1
 fi
 hash=$(sha256sum "$tarball" | cut -c1-16)
