@@ -79,6 +79,17 @@ pub fn devices() -> Vec<Device> {
         .collect()
 }
 
+/// llama.cpp's system info: each registered backend and its features as compiled and detected
+/// (`CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | …`); empty when llama.cpp cannot start.
+pub fn system_info() -> String {
+    if super::llama::init_backend().is_err() {
+        return String::new();
+    }
+    // SAFETY: llama.cpp returns a NUL-terminated string it owns (a static buffer), valid until
+    // the next call; it is copied at once.
+    unsafe { std::ffi::CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) }.to_string_lossy().into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
