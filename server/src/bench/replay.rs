@@ -254,7 +254,10 @@ fn ask_peer(peer: &LlamaServer, prompt: &[i64], n_predict: usize, suggestion: &s
 /// Which endpoint the peer replay uses and why, and the peer's CPU kernels, found by asking a
 /// running llama-server.
 pub fn probe_peer(bin: &Path, model: &Path, threads: u32, args: &[String], logs: &Path) -> Result<(String, String), String> {
-    let peer = start_peer(bin, model, threads, args, logs)?;
+    // llama-server logs its system info (backends and CPU features) only at verbosity 4; the
+    // measured servers keep the default, this probe alone logs more.
+    let args: Vec<String> = args.iter().cloned().chain(["-lv".to_owned(), "4".to_owned()]).collect();
+    let peer = start_peer(bin, model, threads, &args, logs)?;
     let probe = json!({"input_prefix": "def add(a, b):\n    return ", "input_suffix": "\n", "n_predict": 1});
     let (status, r) = peer.post("/infill", &probe, TIMEOUT)?;
     let infill = if status == 200 {
