@@ -162,6 +162,10 @@ enum Command {
         /// model itself (the engines compared request for request).
         #[arg(long)]
         no_ahead: bool,
+        /// Send a request right after every key instead of the trace's requests after the
+        /// editor's debounce (as llama.vim does); both sides are timed from the key either way.
+        #[arg(long)]
+        no_debounce: bool,
         /// Instead of the latency report: N completions through one server, looping over the
         /// traces, with its memory sampled; reports the growth after a warm-up (target ≤ 1 %).
         #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg", "cold_sizes"])]
@@ -304,10 +308,22 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, .. } => {
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, .. } => {
             let generate_ahead = !no_ahead;
-            let options =
-                crate::bench::Options { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, generate_ahead };
+            let options = crate::bench::Options {
+                traces,
+                peer,
+                peer_bin,
+                peer_args,
+                runs,
+                json,
+                model,
+                threads,
+                svg,
+                cold_sizes,
+                generate_ahead,
+                no_debounce,
+            };
             if options.cold_sizes.is_empty() {
                 report(crate::bench::run(options), json, save, crate::bench::print_text)
             } else {

@@ -11,19 +11,20 @@ use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
+use ghostline::bench::{http, peer};
 use ghostline::stdio_client::StdioClient;
 use serde_json::{json, Value};
 
 const GEOMETRY: &str = "import math\n\n\ndef hypotenuse(a, b):\n    return math.sqrt(a * a + b * b)\n";
 
-/// A real llama-server on a free loopback port; killed on drop.
+/// A real llama-server on a free loopback port (the bench's launcher, one slot, one thread);
+/// killed on drop.
 struct LlamaServer {
-    child: Child,
+    _server: peer::LlamaServer,
     port: u16,
 }
 
@@ -31,44 +32,24 @@ impl LlamaServer {
     fn start() -> LlamaServer {
         let bin = std::env::var("GHOSTLINE_LLAMA_SERVER")
             .expect("GHOSTLINE_LLAMA_SERVER must name llama-server: run scripts/test.sh (scripts/llama-server.sh builds it)");
-        let port = free_port();
-        let child = Command::new(bin)
-            .args(["-m", model().to_str().unwrap(), "--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["-c", "4096", "-t", "1", "-np", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting llama-server");
-        let server = LlamaServer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if http_get(port, "/health").is_some_and(|r| r.starts_with("HTTP/1.1 200")) {
-                return server;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("llama-server did not become healthy on port {port}");
-    }
-}
-
-impl Drop for LlamaServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let model = model();
+        let launch = peer::Launch {
+            bin: Path::new(&bin),
+            model: &model,
+            threads: 1,
+            context: 4096,
+            batch: None,
+            args: &[],
+            log: None,
+            ready_within: Duration::from_secs(60),
+        };
+        let server = peer::LlamaServer::start(&launch).unwrap_or_else(|e| panic!("starting llama-server: {e}"));
+        LlamaServer { port: server.port(), _server: server }
     }
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
+    http::free_port().unwrap()
 }
 
 /// What the recorder does with the next request.

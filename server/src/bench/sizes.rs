@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::json;
 
-use super::{load_average, machine, Peer, Stat, BATCH_SIZE, CONTEXT_SIZE};
+use super::replay::start_peer;
+use super::system::{load_average, machine};
+use super::{Stat, BATCH_SIZE, CONTEXT_SIZE, TIMEOUT};
 use crate::config;
 use crate::context::{ContextParts, Strategy};
 use crate::model::{CancelFlag, GenerateRequest, ModelHandle, ModelStatus, Sampling};
@@ -132,7 +134,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
     let peer_server = match &peer {
         Some((bin, args)) => {
             std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
-            Some(Peer::start(bin, model, threads, args, &logs)?)
+            Some(start_peer(bin, model, threads, args, &logs)?)
         }
         None => None,
     };
@@ -171,7 +173,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
                     "ignore_eos": true,
                     "stream": false,
                 });
-                let (status, r) = p.post("/completion", &body)?;
+                let (status, r) = p.post("/completion", &body, TIMEOUT)?;
                 if status != 200 {
                     return Err(format!("llama-server /completion answered {status}: {r}"));
                 }
@@ -217,7 +219,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
         context_size: info.n_ctx,
         batch_size: BATCH_SIZE,
         runs,
-        peer: peer.map(|(bin, args)| format!("{} {}", super::peer_version(&bin), args.join(" ")).trim().to_owned()),
+        peer: peer.map(|(bin, args)| format!("{} {}", super::peer::version(&bin), args.join(" ")).trim().to_owned()),
         load_average: (load_start, load_average()),
         sizes: reports,
     })

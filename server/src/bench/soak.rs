@@ -16,7 +16,10 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{load_average, load_trace, machine, trace_paths, LoadedTrace, BATCH_SIZE, CONTEXT_SIZE, MAX_TOKENS, TIMEOUT};
+use super::system::{load_average, machine, proc_status_kb};
+use super::trace::{load_trace, trace_paths, LoadedTrace};
+use super::{BATCH_SIZE, CONTEXT_SIZE, MAX_TOKENS, TIMEOUT};
+use crate::model::{CacheHit, Timings};
 use crate::stdio_client::StdioClient;
 use crate::typing::{self, TypedDoc};
 
@@ -260,12 +263,13 @@ impl Soak {
             let last = client.request("ghostline/lastTimings", Value::Null, TIMEOUT)?;
             let last = &last["result"];
             let this_request = last["uri"] == json!(uri) && last["version"] == json!(doc.version) && last["position"] == doc.cursor().json();
-            match (this_request, last["timings"]["cache"].as_str()) {
-                (false, _) => self.answers.unmatched += 1,
-                (true, None) => self.answers.model += 1,
-                (true, Some("prompt")) => self.answers.prompt_cache += 1,
-                (true, Some("ahead")) => self.answers.ahead += 1,
-                (true, Some(_)) => self.answers.typed_ahead += 1,
+            let timings = this_request.then(|| serde_json::from_value::<Timings>(last["timings"].clone()).ok()).flatten();
+            match timings.map(|t| t.cache) {
+                None => self.answers.unmatched += 1,
+                Some(None) => self.answers.model += 1,
+                Some(Some(CacheHit::Prompt)) => self.answers.prompt_cache += 1,
+                Some(Some(CacheHit::Ahead)) => self.answers.ahead += 1,
+                Some(Some(CacheHit::TypedAhead)) => self.answers.typed_ahead += 1,
             }
             after(self.done);
         }
@@ -304,7 +308,7 @@ fn exited(client: &mut StdioClient) -> bool {
 
 fn memory(pid: u32, completions: usize, elapsed_s: f64) -> MemorySample {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| super::proc_status_kb(&status, name);
+    let field = |name: &str| proc_status_kb(&status, name);
     MemorySample { completions, elapsed_s, rss_kb: field("VmRSS"), hwm_kb: field("VmHWM"), rss_anon_kb: field("RssAnon") }
 }
 
@@ -376,13 +380,8 @@ pub fn print_text(r: &Report) {
     let mb = |kb: u64| format!("{:.1}", kb as f64 / 1024.0);
     println!("ghostline bench --soak {}", r.requested);
     println!(
-        "  model {}, prompt {}, {} threads, context {}, batch {}, at most {} generated tokens; {}",
-        c.model.file_name().map_or_else(|| c.model.display().to_string(), |n| n.to_string_lossy().into_owned()),
-        c.prompt_format,
-        c.threads,
-        c.context_size,
-        c.batch_size,
-        c.max_tokens,
+        "  {}; {}",
+        super::report::model_line(&c.model, &c.prompt_format, c.threads, (c.context_size, c.batch_size, c.max_tokens)),
         c.settings
     );
     println!("  machine: {}", c.machine);

@@ -79,28 +79,53 @@ pub fn devices() -> Vec<Device> {
         .collect()
 }
 
+/// llama.cpp's system info: each registered backend and its features as compiled and detected
+/// (`CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | …`); empty when llama.cpp cannot start.
+pub fn system_info() -> String {
+    if super::llama::init_backend().is_err() {
+        return String::new();
+    }
+    // SAFETY: llama.cpp returns a NUL-terminated string it owns (a static buffer), valid until
+    // the next call; it is copied at once.
+    unsafe { std::ffi::CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) }.to_string_lossy().into_owned()
+}
+
 /// The CPU kernels llama.cpp was built with and runs (the features its CPU backend reports as
 /// on, e.g. "SSE3 SSSE3 AVX AVX2 F16C FMA BMI2"): ghostline's own build uses AVX2-level
 /// kernels on x86-64 (`GGML_NATIVE=OFF`), and the bench's peer is built with the same.
 pub fn cpu_kernels() -> String {
-    if super::llama::init_backend().is_err() {
-        return String::new();
-    }
-    // SAFETY: llama.cpp returns a pointer to its own static, NUL-terminated buffer.
-    let info = unsafe { std::ffi::CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) };
-    kernels_of(&info.to_string_lossy())
+    cpu_of(&kernels(&system_info())).to_owned()
 }
 
-/// The `NAME = 1` features of the CPU section of llama.cpp's system info.
-pub fn kernels_of(system_info: &str) -> String {
-    let cpu = system_info.split("CPU :").nth(1).unwrap_or("");
-    let cpu = cpu.split(" : ").next().unwrap_or(cpu); // the next backend's section, if any
-    cpu.split('|')
-        .filter_map(|f| f.trim().split_once(" = "))
-        .filter(|(_, on)| on.trim() == "1")
-        .map(|(name, _)| name.trim().rsplit(' ').next().unwrap_or(name))
-        .collect::<Vec<_>>()
-        .join(" ")
+/// The CPU group of [`kernels`]' answer.
+fn cpu_of(kernels: &str) -> &str {
+    kernels.split("; ").find_map(|g| g.strip_prefix("CPU: ")).unwrap_or("")
+}
+
+/// The kernels named in llama.cpp's system info (`CPU : SSE3 = 1 | AVX = 1 | AVX2 = 0 | …`, as
+/// `llama_print_system_info` returns it and llama-server logs it after `system_info:`): per
+/// backend, the features that are on (`CPU: SSE3 AVX`), and those with a value other than 0/1 as
+/// `NAME=VALUE`. Empty when the text names none.
+pub fn kernels(system_info: &str) -> String {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for part in system_info.split('|') {
+        let part = part.trim();
+        let feature = match part.split_once(" : ") {
+            Some((backend, feature)) => {
+                let backend = backend.rsplit(' ').next().unwrap_or(backend);
+                groups.push((backend.to_owned(), Vec::new()));
+                feature
+            }
+            None => part,
+        };
+        let (Some(group), Some((name, value))) = (groups.last_mut(), feature.split_once(" = ")) else { continue };
+        match value.trim() {
+            "0" => {}
+            "1" => group.1.push(name.trim().to_owned()),
+            other => group.1.push(format!("{}={other}", name.trim())),
+        }
+    }
+    groups.iter().map(|(backend, on)| format!("{backend}: {}", on.join(" "))).collect::<Vec<_>>().join("; ")
 }
 
 #[cfg(test)]
@@ -108,11 +133,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kernels_from_system_info() {
-        let info = "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | AVX512 = 0 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | ";
-        assert_eq!(kernels_of(info), "SSE3 SSSE3 AVX AVX2 F16C FMA BMI2 LLAMAFILE OPENMP REPACK");
-        assert_eq!(kernels_of("CUDA : ARCHS = 900 | CPU : AVX = 1 | AVX2 = 0 | "), "AVX");
-        assert_eq!(kernels_of("nothing"), "");
+    fn cpu_kernels_from_system_info() {
+        let info = "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | AVX512 = 0 | LLAMAFILE = 1 | ";
+        assert_eq!(cpu_of(&kernels(info)), "SSE3 SSSE3 AVX AVX2 F16C FMA BMI2 LLAMAFILE");
+        assert_eq!(cpu_of(&kernels("CUDA : ARCHS = 900 | USE_GRAPHS = 1 | CPU : AVX = 1 | AVX2 = 0 | ")), "AVX");
+        assert_eq!(cpu_of(&kernels("nothing")), "");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, watch};
 
 use crate::config::{CompletionConfig, ModelConfig};
@@ -121,8 +121,9 @@ pub struct GenerateRequest {
     pub cancel: CancelFlag,
 }
 
-/// Timings and counts of one generation (see shared/PERF.md for what each ruler means).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// Timings and counts of one generation (see shared/PERF.md for what each ruler means). Sent in
+/// `ghostline/lastTimings` and read back by `ghostline bench` as this same struct.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timings {
     /// Tokens in the assembled prompt.
     pub prompt_tokens: usize,
@@ -156,7 +157,7 @@ pub struct Timings {
     pub prompt: Vec<crate::prompt::Token>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CacheHit {
     Prompt,
