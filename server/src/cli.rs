@@ -308,7 +308,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, .. } => {
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, prefill_chunk, .. } => {
             let generate_ahead = !no_ahead;
             let options = crate::bench::Options {
                 traces,
@@ -323,6 +323,7 @@ pub fn main() -> ExitCode {
                 cold_sizes,
                 generate_ahead,
                 no_debounce,
+                prefill_chunk,
             };
             if options.cold_sizes.is_empty() {
                 report(crate::bench::run(options), json, save, crate::bench::print_text)

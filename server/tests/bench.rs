@@ -9,10 +9,14 @@ use std::process::Command;
 use common::*;
 use serde_json::Value;
 
+/// The aligned prefill chunk the tiny trace runs with: its prompts (17–20 tokens) are shorter
+/// than the default chunk (32), which would keep no cached prefix at all.
+const PREFILL_CHUNK: &str = "4";
+
 fn bench(extra: &[&str]) -> Value {
     let trace = fixture("bench-test/tiny.json");
     let out = Command::new(binary())
-        .args(["bench", "--runs", "1", "--json", "--trace"])
+        .args(["bench", "--runs", "1", "--json", "--prefill-chunk", PREFILL_CHUNK, "--trace"])
         .arg(&trace)
         .arg("--model")
         .arg(model())
@@ -89,8 +93,10 @@ fn check_ghostline(report: &Value, no_debounce: bool) -> Value {
         assert_eq!(reused + prefill, prompt, "{s}");
         positive(&f["ttft_ms"], "ttft_ms");
         // The first request on a fresh server is cold; every later generation is served from
-        // the KV cache: it reuses most of its prompt and re-decodes only the changed tail.
+        // the KV cache: it reuses most of its prompt (whole aligned chunks of it) and re-decodes
+        // only the changed tail and the rest of its chunk.
         if i > 0 && f["cache"] != "prompt" {
+            assert_eq!(reused % PREFILL_CHUNK.parse::<u64>().unwrap(), 0, "the kept prefix is whole aligned chunks: {s}");
             assert!(prefill * 2 < prompt, "a later request re-decodes less than half its prompt (KV cache kept): {s}");
         }
     }
@@ -128,6 +134,7 @@ fn bench_reports_every_figure_on_a_tiny_trace() {
     let t = check_ghostline(&report, false);
     assert!(t["peer"].is_null() && t["ratios"].is_null());
     assert!(report["conditions"]["peer_kernels"].is_null());
+    assert_eq!(report["conditions"]["prefill_chunk"], 4, "the setting reached the server's settings and the report");
     // Without a peer, the targets that compare with llama.cpp are not measured; the floor is
     // ghostline's own.
     let unmeasured = t["targets"].as_array().unwrap().iter().filter(|x| x["met"].is_null()).count();

@@ -34,6 +34,9 @@ fn assert_warm_equals_cold(model: &Path) {
     // Real suggestions, not a run of empty answers that agree trivially.
     assert!(r["answered"].as_u64().unwrap() >= requests / 2, "too few suggestions: {r}");
     assert!(r["prefill_chunk"].as_u64().unwrap() > 0, "the default must be the deterministic prefill: {r}");
+    // Still warm: whole aligned chunks of the cache are reused, most of each prompt is not decoded.
+    let (decoded, prompts) = (r["warm_prefill_tokens"].as_u64().unwrap(), r["warm_prompt_tokens"].as_u64().unwrap());
+    assert!(decoded * 3 < prompts, "the warm server decoded {decoded} of {prompts} prompt tokens: the KV cache is not reused");
     let differ = r["differ"].as_array().unwrap();
     assert!(differ.is_empty(), "{} of {requests} warm answers differ from a cold start: {}", differ.len(), serde_json::to_string_pretty(differ).unwrap());
 }

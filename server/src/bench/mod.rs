@@ -67,6 +67,8 @@ pub struct Options {
     pub generate_ahead: bool,
     /// A request right after every key instead of the trace's debounced requests.
     pub no_debounce: bool,
+    /// ghostline's `model.prefillChunk` (default: its own default).
+    pub prefill_chunk: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,6 +98,8 @@ pub struct Conditions {
     pub peer_got: Option<String>,
     /// ghostline's `completion.generateAhead`: whether it started generating on each keystroke.
     pub generate_ahead: bool,
+    /// ghostline's `model.prefillChunk`: prompt tokens per aligned batch (0: off).
+    pub prefill_chunk: u32,
     /// The 1-minute load average when the bench started and ended: other work on the machine
     /// competes for the same cores.
     pub load_average: (f64, f64),
@@ -142,6 +146,7 @@ pub struct Setup {
     logs: PathBuf,
     generate_ahead: bool,
     no_debounce: bool,
+    prefill_chunk: u32,
 }
 
 pub fn run(opts: Options) -> Result<Report, String> {
@@ -161,6 +166,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         logs,
         generate_ahead: opts.generate_ahead,
         no_debounce: opts.no_debounce,
+        prefill_chunk: opts.prefill_chunk.unwrap_or(config::DEFAULT_PREFILL_CHUNK),
     };
 
     let client = if opts.no_debounce {
@@ -211,6 +217,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         ghostline_got,
         peer_got,
         generate_ahead: opts.generate_ahead,
+        prefill_chunk: setup.prefill_chunk,
         load_average: (system::load_average(), 0.0),
     };
     if let Some(bin) = &peer_bin {

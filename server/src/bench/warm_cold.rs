@@ -38,6 +38,8 @@ pub struct Report {
     pub warm_ms: Vec<f64>,
     /// Prompt tokens the warm server decoded, summed over the requests.
     pub warm_prefill_tokens: u64,
+    /// The requests' prompt tokens, summed: what a server without a KV cache would decode.
+    pub warm_prompt_tokens: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -84,6 +86,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
     let mut asked = Vec::new();
     let mut warm_ms = Vec::new();
     let mut warm_prefill_tokens = 0;
+    let mut warm_prompt_tokens = 0;
     let events = trace["events"].as_array().ok_or("the trace has no events")?;
     for event in events {
         match event["key"].as_str() {
@@ -107,6 +110,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
             return Err(format!("ghostline/lastTimings answered for another request: {last}"));
         }
         warm_prefill_tokens += last["timings"]["prefill_tokens"].as_u64().unwrap_or(0);
+        warm_prompt_tokens += last["timings"]["prompt_tokens"].as_u64().unwrap_or(0);
         let cursor = doc.cursor();
         asked.push(Asked {
             text: doc.text.clone(),
@@ -153,6 +157,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
         differ,
         warm_ms,
         warm_prefill_tokens,
+        warm_prompt_tokens,
     })
 }
 
@@ -188,10 +193,11 @@ pub fn print_text(r: &Report) {
         r.answered
     );
     println!(
-        "warm requests (no debounce, generation ahead cancelled by each key): median {:.1} ms, p95 {:.1} ms; {} prompt tokens decoded",
+        "warm requests (no debounce, generation ahead cancelled by each key): median {:.1} ms, p95 {:.1} ms; {} of {} prompt tokens decoded",
         pick(0.5),
         pick(0.95),
-        r.warm_prefill_tokens
+        r.warm_prefill_tokens,
+        r.warm_prompt_tokens
     );
     for d in &r.differ {
         println!(
