@@ -7,28 +7,31 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 use serde_json::Value;
 
-/// Runs the replay with `model.prefillChunk` = `chunk` (None: the default) and returns its report.
-fn warm_cold(model: &Path, chunk: Option<u32>) -> Value {
+/// Runs the replay with ghostline's default settings and returns its report.
+fn warm_cold(model: &Path) -> Value {
     let mut cmd = Command::new(common::binary());
     cmd.args(["bench", "--warm-cold", "--json", "--threads", "2", "--trace"])
         .arg(common::fixture("traces/inventory.json"))
         .arg("--model")
         .arg(model)
         .stderr(Stdio::inherit());
-    if let Some(n) = chunk {
-        cmd.args(["--prefill-chunk", &n.to_string()]);
-    }
     let out = cmd.output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON report ({e})"));
     assert_eq!(out.status.success(), report["differ"].as_array().is_some_and(|d| d.is_empty()), "exit status and report disagree: {report}");
     report
 }
 
+/// One replay at a time: each runs a server and a fresh process per request with 2 threads, and
+/// two at once on 2 cores would only slow both (llama.cpp's threads spin while they wait).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 fn assert_warm_equals_cold(model: &Path) {
-    let r = warm_cold(model, None);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let r = warm_cold(model);
     let requests = r["requests"].as_u64().unwrap();
     assert_eq!(requests, 31, "the inventory trace has 31 requests: {r}");
     // Real suggestions, not a run of empty answers that agree trivially.
