@@ -263,6 +263,9 @@ struct Worker<'m> {
     cached: Vec<LlamaToken>,
     /// How many of `cached` were prompt (the rest were generated after it).
     cached_prompt: usize,
+    /// How many of `cached` were decoded in aligned batches (see `align`): all the prompt after
+    /// a completion, only what it kept before a chat job (decoded in `n_batch` batches).
+    aligned_upto: usize,
     /// Earlier prompts' KV states, for coming back to them.
     saved: SavedStates,
     /// Generated text by prompt (tokens, stop rule and token cap hashed together).
@@ -332,6 +335,7 @@ impl<'m> Worker<'m> {
             extra_stops,
             cached: Vec::new(),
             cached_prompt: 0,
+            aligned_upto: 0,
             saved: SavedStates::new(saved_bytes),
             suggestions: Lru::new(SUGGESTION_CACHE),
             line_counts: Default::default(),
@@ -348,7 +352,7 @@ impl<'m> Worker<'m> {
     /// One small decode so that the first real request does not pay one-time set-up costs.
     fn warm_up(&mut self) -> Result<(), String> {
         let tokens = self.tokenize("def main():\n    ");
-        self.prefill(&tokens, &super::CancelFlag::new()).map_err(|e| format!("warm-up decode failed: {e}"))?;
+        self.prefill(&tokens, &super::CancelFlag::new(), true).map_err(|e| format!("warm-up decode failed: {e}"))?;
         Ok(())
     }
 
@@ -356,6 +360,7 @@ impl<'m> Worker<'m> {
     fn forget_cache(&mut self) {
         self.ctx.clear_kv_cache();
         self.cached.clear();
+        self.aligned_upto = 0;
         self.saved.clear();
     }
 
@@ -433,7 +438,7 @@ impl<'m> Worker<'m> {
         }
 
         let stop = |text: &str| request.stop.check(text);
-        let run = Run { cancel: &request.cancel, max_tokens, stop: &stop, fim_stops: true };
+        let run = Run { cancel: &request.cancel, max_tokens, stop: &stop, fim_stops: true, aligned: true };
         let text = self.prefill_and_decode(&prompt, &run, start, &mut timings)?;
         self.suggestions.put(key, (text.clone(), timings.generated_tokens));
         Ok(Generation { text, timings })
@@ -445,9 +450,9 @@ impl<'m> Worker<'m> {
     /// pad, repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
     /// context. Fills `timings` but for the prompt fields; returns the text kept.
     fn prefill_and_decode(&mut self, prompt: &[LlamaToken], run: &Run<'_>, start: Instant, timings: &mut Timings) -> Result<String, GenerateError> {
-        let Run { cancel, max_tokens, stop, fim_stops } = *run;
+        let Run { cancel, max_tokens, stop, fim_stops, aligned } = *run;
         let n_ctx = self.ctx.n_ctx() as usize;
-        let (reused, restored) = self.prefill(prompt, cancel).map_err(|e| match e {
+        let (reused, restored) = self.prefill(prompt, cancel, aligned).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,
             PrefillError::Decode(m) => GenerateError::Failed(m),
         })?;
@@ -519,27 +524,30 @@ impl<'m> Worker<'m> {
     /// `[k·align, min((k+1)·align, prompt end))`, as a cold start would decode it, and only
     /// whole aligned batches of earlier prompts are reused: the kept prefix is cut down to a
     /// multiple of `align` and never reaches generated tokens (decoded one at a time).
-    fn prefill(&mut self, prompt: &[LlamaToken], cancel: &super::CancelFlag) -> Result<(usize, usize), PrefillError> {
+    fn prefill(&mut self, prompt: &[LlamaToken], cancel: &super::CancelFlag, aligned: bool) -> Result<(usize, usize), PrefillError> {
+        let align = if aligned { self.align } else { 0 };
+        let cut = |n: usize| if align > 0 { n / align * align } else { n };
         let mut keep = common_prefix(&self.cached, prompt);
         let mut restored = 0;
         if self.cached_prompt.min(self.cached.len()) >= keep + SAVE_MIN {
             self.save_state();
         }
-        if self.align > 0 {
-            keep = self.aligned(keep.min(self.cached_prompt));
+        if align > 0 {
+            keep = cut(keep.min(self.aligned_upto));
         }
-        if let Some((i, n)) = self.saved.best(prompt).map(|(i, n)| (i, self.aligned(n))).filter(|&(_, n)| n >= keep + RESTORE_MIN) {
+        if let Some((i, n)) = self.saved.best(prompt).map(|(i, n)| (i, cut(n))).filter(|&(_, n)| n >= keep + RESTORE_MIN) {
             (keep, restored) = if self.restore_state(i) { (n, n) } else { (0, 0) };
         }
         // The last prompt token is always decoded: its logits start the generation.
-        keep = self.aligned(keep.min(prompt.len() - 1));
+        keep = cut(keep.min(prompt.len() - 1));
         restored = restored.min(keep);
         self.ctx
             .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
             .map_err(|e| PrefillError::Decode(e.to_string()))?;
         self.cached.truncate(keep);
         self.cached_prompt = keep;
-        let step = if self.align > 0 { self.align } else { self.n_batch };
+        self.aligned_upto = self.aligned_upto.min(keep);
+        let step = if align > 0 { align } else { self.n_batch };
         for chunk in prompt[keep..].chunks(step) {
             if cancel.is_cancelled() {
                 return Err(PrefillError::Cancelled);
@@ -556,29 +564,25 @@ impl<'m> Worker<'m> {
                 // The cache may hold part of this chunk: forget it all rather than guess.
                 self.ctx.clear_kv_cache();
                 self.cached.clear();
+                self.aligned_upto = 0;
                 return Err(PrefillError::Decode(e.to_string()));
             }
             self.cached.extend_from_slice(chunk);
             self.cached_prompt = self.cached.len();
+            if aligned {
+                self.aligned_upto = self.cached_prompt;
+            }
             cancel.add_prefilled(chunk.len());
         }
         Ok((keep, restored))
-    }
-
-    /// `n` cut down to a multiple of `align` (unchanged when `align` is off).
-    fn aligned(&self, n: usize) -> usize {
-        if self.align > 0 {
-            n / self.align * self.align
-        } else {
-            n
-        }
     }
 
     /// Saves the context's prompt tokens and their KV state (the tokens generated after them
     /// are dropped first), unless a saved state already holds them.
     fn save_state(&mut self) {
         let n = self.cached_prompt.min(self.cached.len());
-        if self.saved.covers(&self.cached[..n]) {
+        // Saved states are restored into completions: only a prompt decoded in aligned batches.
+        if self.saved.covers(&self.cached[..n]) || (self.align > 0 && self.aligned_upto < n) {
             return;
         }
         if self.ctx.clear_kv_cache_seq(Some(0), Some(n as u32), None).is_err() {
@@ -602,6 +606,7 @@ impl<'m> Worker<'m> {
         match restored {
             Ok(tokens) => {
                 self.cached_prompt = tokens.len();
+                self.aligned_upto = tokens.len();
                 self.cached = tokens;
                 true
             }
@@ -623,6 +628,9 @@ struct Run<'a> {
     max_tokens: usize,
     stop: &'a dyn Fn(&str) -> Option<usize>,
     fim_stops: bool,
+    /// Decode the prompt in aligned batches (completions, whose answers must not depend on the
+    /// cache); chats (code actions) decode in `n_batch` batches.
+    aligned: bool,
 }
 
 enum PrefillError {
