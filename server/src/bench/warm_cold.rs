@@ -64,14 +64,7 @@ struct Asked {
 
 pub fn run(options: &Options) -> Result<Report, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the ghostline binary: {e}"))?;
-    let trace: Value = serde_json::from_str(
-        &std::fs::read_to_string(&options.trace).map_err(|e| format!("cannot read {}: {e}", options.trace.display()))?,
-    )
-    .map_err(|e| format!("{}: {e}", options.trace.display()))?;
-    let file_name = trace["file"].as_str().ok_or("the trace names no file")?;
-    let file = options.trace.parent().unwrap_or(Path::new(".")).join(file_name);
-    let marker = trace["cursor_marker"].as_str().unwrap_or("<CURSOR>");
-    let (text, at) = typing::load_with_cursor(&file, marker)?;
+    let (trace, file, text, at) = super::trace::load_trace(&options.trace)?;
     let prefill_chunk = options.prefill_chunk.unwrap_or(crate::config::DEFAULT_PREFILL_CHUNK);
     let threads = options.threads.unwrap_or_else(crate::config::default_threads);
     let model_options = json!({"path": options.model, "threads": threads, "prefillChunk": prefill_chunk});
@@ -81,20 +74,18 @@ pub fn run(options: &Options) -> Result<Report, String> {
     let settings = json!({"model": model_options, "completion": {"typedAhead": false}});
     let session = typing::start(&exe, settings, Stdio::inherit(), TIMEOUT)?;
     let mut client = session.client;
-    let language = trace["language_id"].as_str().unwrap_or("python");
-    let mut doc = TypedDoc::open(&mut client, typing::file_uri(&file), language, text, at);
+    let mut doc = TypedDoc::open(&mut client, typing::file_uri(&file), &trace.language_id, text, at);
     let mut asked = Vec::new();
     let mut warm_ms = Vec::new();
     let mut warm_prefill_tokens = 0;
     let mut warm_prompt_tokens = 0;
-    let events = trace["events"].as_array().ok_or("the trace has no events")?;
-    for event in events {
-        match event["key"].as_str() {
+    for event in &trace.events {
+        match event.key.as_deref() {
             Some("\u{8}") => doc.backspace(&mut client),
             Some(key) => doc.insert(&mut client, key),
             None => {}
         }
-        if event["complete"] != json!(true) {
+        if !event.complete {
             continue;
         }
         let started = Instant::now();
@@ -127,7 +118,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
     // The cold side: a fresh process for every request.
     let dir = std::env::temp_dir().join(format!("ghostline-warm-cold-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let doc_file = dir.join(file.file_name().unwrap_or(file_name.as_ref()));
+    let doc_file = dir.join(file.file_name().unwrap_or(trace.file.as_ref()));
     let settings_file = dir.join("settings.json");
     std::fs::write(&settings_file, json!({"model": model_options}).to_string()).map_err(|e| e.to_string())?;
     let mut differ = Vec::new();
@@ -148,7 +139,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Report {
-        trace: trace["name"].as_str().unwrap_or(file_name).to_owned(),
+        trace: trace.name.clone(),
         model: options.model.clone(),
         backend: crate::model::backend::name().to_owned(),
         prefill_chunk,
