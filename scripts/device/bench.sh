@@ -9,9 +9,14 @@
 #   bench.sh smol|gemma [RUNS]
 #   bench.sh smol soak N      the soak instead: N completions through one server, memory sampled
 #
-#   SIZES=0     skip the cold prompts
-#   NO_AHEAD=1  also replay the traces with generating ahead off (`--no-ahead`): the engines
-#               compared request for request
+#   SIZES=0        skip the cold prompts
+#   TRACES=0       skip the trace replay with the editor's debounce
+#   NO_AHEAD=1     also replay the traces with generating ahead off (`--no-ahead`): the engines
+#                  compared request for request
+#   NO_DEBOUNCE=1  also replay the traces with a request right after each key (`--no-debounce`)
+#   PREFILL_CHUNK=N  the trace replays run with `--prefill-chunk N` (default: ghostline's)
+#   WARM_COLD="32 4"  also run `bench --warm-cold` on every trace at each of these
+#                  `model.prefillChunk` values (warm answers against cold processes', every request)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 d=.device
@@ -56,6 +61,8 @@ PY
   exit 0
 fi
 peer=(--peer llama-server --peer-bin "$server" --peer-arg=-ngl --peer-arg=999)
+chunk=()
+[ -z "${PREFILL_CHUNK:-}" ] || chunk=(--prefill-chunk "$PREFILL_CHUNK")
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit --format=csv
@@ -69,9 +76,22 @@ if [ "${SIZES:-1}" != 0 ]; then
   "$ghostline" bench --model "$model" --threads 8 --cold-sizes 256,1024,2048 --runs 5 "${peer[@]}" \
     --save "$out/$which-sizes.json" 2> "$out/$which-sizes.log" | tee "$out/$which-sizes.txt"
 fi
-"$ghostline" bench --model "$model" --threads 8 --runs "$runs" "${peer[@]}" \
-  --svg "$out/$which-traces.svg" --save "$out/$which-traces.json" 2> "$out/$which-traces.log" | tee "$out/$which-traces.txt"
+if [ "${TRACES:-1}" != 0 ]; then
+  "$ghostline" bench --model "$model" --threads 8 --runs "$runs" "${peer[@]}" "${chunk[@]}" \
+    --svg "$out/$which-traces.svg" --save "$out/$which-traces.json" 2> "$out/$which-traces.log" | tee "$out/$which-traces.txt"
+fi
+if [ "${NO_DEBOUNCE:-0}" = 1 ]; then
+  "$ghostline" bench --model "$model" --threads 8 --runs "$runs" "${peer[@]}" "${chunk[@]}" --no-debounce \
+    --save "$out/$which-traces-no-debounce.json" 2> "$out/$which-traces-no-debounce.log" | tee "$out/$which-traces-no-debounce.txt"
+fi
 if [ "${NO_AHEAD:-0}" = 1 ]; then
-  "$ghostline" bench --model "$model" --threads 8 --runs "$runs" "${peer[@]}" --no-ahead \
+  "$ghostline" bench --model "$model" --threads 8 --runs "$runs" "${peer[@]}" "${chunk[@]}" --no-ahead \
     --save "$out/$which-traces-no-ahead.json" 2> "$out/$which-traces-no-ahead.log" | tee "$out/$which-traces-no-ahead.txt"
 fi
+for c in ${WARM_COLD:-}; do
+  for trace in fixtures/traces/*.json; do
+    name="$(basename "$trace" .json)"
+    "$ghostline" bench --model "$model" --threads 8 --warm-cold --trace "$trace" --prefill-chunk "$c" \
+      2>> "$out/$which-warm-cold.log" | tee -a "$out/$which-warm-cold.txt" || echo "warm-cold $name chunk $c: exit $?" | tee -a "$out/$which-warm-cold.txt"
+  done
+done
