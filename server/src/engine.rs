@@ -309,7 +309,7 @@ fn finish(input: Input<'_>, stop: &StopRule, strategy: Strategy, generation: cra
     let mut text = stop.finish(&generation.text);
     // A CRLF document gets CRLF line breaks, whatever the model wrote.
     if text.contains('\n') {
-        text = postprocess::with_line_ending(&text, postprocess::line_ending(input.text));
+        text = crate::text::with_line_ending(&text, crate::text::line_ending(input.text));
     }
     if let Some((spec, tree)) = input.syntax {
         text = postprocess::syntax::keep_if_parse_not_worse(spec, tree, input.text, input.cursor, &text);

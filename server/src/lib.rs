@@ -22,4 +22,5 @@ pub mod prompt;
 pub mod route;
 pub mod stdio_client;
 pub mod syntax;
+pub mod text;
 pub mod typing;

@@ -7,6 +7,8 @@
 pub mod closers;
 pub mod syntax;
 
+use crate::text::indent_width;
+
 /// How much text a suggestion may span, decided from the cursor's surroundings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -166,33 +168,6 @@ fn unbalanced_close(text: &str) -> Option<usize> {
     None
 }
 
-/// The line ending a text uses: `"\r\n"` when its first line break is one, else `"\n"`.
-pub fn line_ending(text: &str) -> &'static str {
-    match text.find('\n') {
-        Some(i) if text[..i].ends_with('\r') => "\r\n",
-        _ => "\n",
-    }
-}
-
-/// `text` with every line break written as `eol` (inserted text follows its document's line
-/// ending: a model, or ghostline's own templates, write `\n`).
-pub fn with_line_ending(text: &str, eol: &str) -> String {
-    let unix = text.replace("\r\n", "\n");
-    if eol == "\n" {
-        unix
-    } else {
-        unix.replace('\n', eol)
-    }
-}
-
-/// Columns of leading whitespace (a tab counts as 4).
-pub fn indent_width(line: &str) -> usize {
-    line.chars()
-        .take_while(|c| *c == ' ' || *c == '\t')
-        .map(|c| if c == '\t' { 4 } else { 1 })
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,15 +247,6 @@ mod tests {
         let r = rule("if a:\r\n\t|\r\n");
         assert_eq!(r.mode, Mode::MultiLine { indent: 4 });
         assert_eq!(r.finish("b = 1\r\n\tc = 2\r\nd"), "b = 1\r\n\tc = 2");
-    }
-
-    #[test]
-    fn line_endings_follow_the_document() {
-        assert_eq!(line_ending("a\r\nb\n"), "\r\n");
-        assert_eq!(line_ending("a\nb\r\n"), "\n");
-        assert_eq!(line_ending("one line"), "\n");
-        assert_eq!(with_line_ending("x\n    y\r\nz", "\r\n"), "x\r\n    y\r\nz");
-        assert_eq!(with_line_ending("x\r\ny\n", "\n"), "x\ny\n");
     }
 
     #[test]
