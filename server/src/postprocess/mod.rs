@@ -1,7 +1,7 @@
 //! Post-processing: when a streaming suggestion is complete, and how it is cleaned up.
 //!
 //! Pure text rules, no model and no LSP. The model thread calls [`StopRule::check`] after each
-//! token to stop generating as early as possible; [`StopRule::finish`] then trims the result,
+//! token (as the prompt plan's stop predicate) to stop generating as early as possible; [`StopRule::finish`] then trims the result,
 //! and [`syntax::keep_if_parse_not_worse`] checks it against the file's syntax tree.
 
 pub mod closers;
@@ -10,7 +10,7 @@ pub mod syntax;
 use crate::text::indent_width;
 
 /// How much text a suggestion may span, decided from the cursor's surroundings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// The cursor is inside a line that has code after it: complete to the end of this line.
     SingleLine,
@@ -22,8 +22,9 @@ pub enum Mode {
     Unbounded,
 }
 
-/// Where a suggestion must end, for one cursor position.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a suggestion must end, for one cursor position. Hashed for the model's suggestion
+/// cache (`crate::prompt::PromptPlan::into_prompt`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StopRule {
     pub mode: Mode,
     /// Code after the cursor on its line (used to drop text the line already has).
@@ -33,7 +34,7 @@ pub struct StopRule {
     /// The next non-blank line below the cursor, trimmed (a suggestion stops before repeating it).
     next_line: Option<String>,
     /// Text the generation must start with and that is not part of the suggestion: the line
-    /// break and indentation left out of the prompt (see `Engine::request`).
+    /// break and indentation left out of the prompt (see `Engine::draft`).
     lead: String,
     /// Blocks end with a closing brace: a suggestion stops before closing more than it opened.
     braces: bool,
