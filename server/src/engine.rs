@@ -2,11 +2,12 @@
 //!
 //! context and stop rule ([`Engine::draft`]) → prompt plan and model thread → post-processing.
 //! Knows nothing of LSP; the language server and the `complete` command both call
-//! [`Engine::complete`], which first looks for the suggestion [`Engine::generate_ahead`] started
-//! on the keystroke.
+//! [`Engine::complete`] (the server in the document's [`Session`]), which first reuses the shown
+//! suggestion the user is typing (typed-ahead), then looks for the suggestion
+//! [`Engine::start_ahead`] started on the keystroke (generated ahead).
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::watch;
 use tree_sitter::Tree;
@@ -16,6 +17,7 @@ use crate::context::{self, Strategy};
 use crate::model::{CacheHit, CancelFlag, GenerateError, ModelHandle, ModelStatus, Timings};
 use crate::postprocess::{self, StopRule};
 use crate::prompt::{Draft, TokenMemo};
+use crate::session::{Key, Session, Shown};
 use crate::syntax::{self, BlockEnd, Spec};
 
 /// A suggestion to insert at the cursor.
@@ -47,13 +49,6 @@ impl OwnedInput {
     pub fn input(&self) -> Input<'_> {
         Input { text: &self.text, cursor: self.cursor, syntax: self.syntax.as_ref().map(|(s, t)| (*s, t)) }
     }
-}
-
-/// The generation started ahead on the last keystroke: which text and cursor it is for, and
-/// its suggestion once made (`None` while it runs).
-struct Ahead {
-    key: u64,
-    done: watch::Receiver<Option<Result<Suggestion, GenerateError>>>,
 }
 
 /// What became of the generations started ahead of requests (`completion.generateAhead`)
@@ -99,26 +94,17 @@ pub struct Engine {
     /// ([`Engine::with_config`]): the model thread lives as long as any of them.
     pub model: Arc<ModelHandle>,
     pub config: CompletionConfig,
-    /// The last suggestion shown, for typed-ahead reuse.
-    last: Mutex<Option<Shown>>,
-    ahead: Mutex<Option<Ahead>>,
+    /// The session of callers that keep none (`ghostline complete`, `eval`, tests).
+    session: Session,
     /// Shared with the engines that replace this one, like the model.
     ahead_stats: Arc<AheadStats>,
     /// The prompt plan's token counts for this model's tokenizer; shared like the model.
     memo: Arc<TokenMemo>,
 }
 
-/// A suggestion and the text around the cursor it was made for.
-struct Shown {
-    before: String,
-    after: String,
-    text: String,
-    strategy: Strategy,
-}
-
 impl Engine {
     pub fn new(model: ModelHandle, config: CompletionConfig) -> Self {
-        Engine { model: Arc::new(model), config, last: Mutex::new(None), ahead: Mutex::new(None), ahead_stats: Arc::default(), memo: Arc::default() }
+        Engine { model: Arc::new(model), config, session: Session::default(), ahead_stats: Arc::default(), memo: Arc::default() }
     }
 
     /// The same model (thread, KV cache and suggestion cache) with other completion settings.
@@ -127,23 +113,30 @@ impl Engine {
     pub fn with_config(&self, config: CompletionConfig) -> Self {
         let ahead_stats = Arc::clone(&self.ahead_stats);
         let memo = Arc::clone(&self.memo);
-        Engine { model: Arc::clone(&self.model), config, last: Mutex::new(None), ahead: Mutex::new(None), ahead_stats, memo }
+        Engine { model: Arc::clone(&self.model), config, session: Session::default(), ahead_stats, memo }
     }
 
+    /// [`Engine::complete_in`] the engine's own session.
     pub async fn complete(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
+        self.complete_in(&self.session, input, cancel).await
+    }
+
+    /// The suggestion for `input`: the rest of the shown suggestion when the user typed its
+    /// start, else the generation ahead for this text and cursor, else a new generation.
+    pub async fn complete_in(&self, session: &Session, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
         if looks_binary(input.text, input.cursor) {
             return Ok(Suggestion { text: String::new(), timings: Timings::default(), strategy: Strategy::Window });
         }
-        if let Some(s) = self.typed_ahead(input) {
+        if let Some(s) = self.reuse_shown(session, input) {
             return Ok(s);
         }
-        let suggestion = match self.made_ahead(input).await {
+        let suggestion = match self.wait_ahead(session, input).await {
             Some(s) => s,
             None => self.generate(input, cancel).await?,
         };
         if self.config.typed_ahead && !suggestion.text.is_empty() {
             let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
-            *self.last.lock().unwrap() = Some(Shown {
+            session.set_shown(Shown {
                 before: before.to_owned(),
                 after: after.to_owned(),
                 text: suggestion.text.clone(),
@@ -155,13 +148,12 @@ impl Engine {
 
     /// The suggestion generated ahead for exactly this text and cursor, waiting for it if it
     /// is still being made; `None` when there is none (or it was cancelled or failed).
-    async fn made_ahead(&self, input: Input<'_>) -> Option<Suggestion> {
-        let key = ahead_key(input);
-        let mut done = self.ahead.lock().unwrap().as_ref().filter(|a| a.key == key)?.done.clone();
+    async fn wait_ahead(&self, session: &Session, input: Input<'_>) -> Option<Suggestion> {
+        let mut done = session.ahead_for(Key::of(input.text, input.cursor))?;
         let made = done.wait_for(Option::is_some).await.ok()?.clone()?;
         let mut suggestion = made.ok()?;
         // Made by the model ahead (unless the suggestion cache had answered it).
-        suggestion.timings.cache.get_or_insert(CacheHit::Ahead);
+        suggestion.timings.cache.get_or_insert(CacheHit::GeneratedAhead);
         self.ahead_stats.used.fetch_add(1, Relaxed);
         Some(suggestion)
     }
@@ -173,18 +165,19 @@ impl Engine {
         AheadCounts { started: n(&s.started), completed: n(&s.completed), cancelled: n(&s.cancelled), used: n(&s.used), tokens: n(&s.tokens) }
     }
 
-    /// Starts generating for `input` ahead of any request (`completion.generateAhead`): a
-    /// [`Engine::complete`] for the same text and cursor then takes its suggestion, waiting for
-    /// it if needed. Returns at once; false when nothing was started (binary text, typed-ahead
-    /// would answer, no model loaded or loading: an unloaded one waits for a request). Needs a
-    /// tokio runtime.
-    pub fn generate_ahead(&self, owned: OwnedInput, cancel: CancelFlag) -> bool {
+    /// Starts generating for `input` ahead of any request (`completion.generateAhead`), in
+    /// `session`: a [`Engine::complete_in`] there for the same text and cursor then takes its
+    /// suggestion, waiting for it if needed. Returns at once; false when nothing was started
+    /// (binary text, typed-ahead would answer, no model loaded or loading: an unloaded one
+    /// waits for a request). Needs a tokio runtime.
+    pub fn start_ahead(&self, session: &Session, owned: OwnedInput) -> bool {
         let input = owned.input();
         let loaded = matches!(*self.model.status().borrow(), ModelStatus::Ready(_) | ModelStatus::Loading { .. });
-        if !loaded || looks_binary(input.text, input.cursor) || self.typed_ahead(input).is_some() {
+        if !loaded || looks_binary(input.text, input.cursor) || self.reuse_shown(session, input).is_some() {
             return false;
         }
-        let key = ahead_key(input);
+        let key = Key::of(input.text, input.cursor);
+        let cancel = CancelFlag::new();
         let started = std::time::Instant::now();
         let draft = self.draft(input);
         let context_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -192,7 +185,7 @@ impl Engine {
         let Ok(answer) = self.model.submit(draft.into_request(Arc::clone(&self.memo), cancel)) else { return false };
         self.ahead_stats.started.fetch_add(1, Relaxed);
         let (tx, done) = watch::channel(None);
-        *self.ahead.lock().unwrap() = Some(Ahead { key, done });
+        session.set_ahead(key, cancel, done);
         let stats = Arc::clone(&self.ahead_stats);
         tokio::spawn(async move {
             let result = answer.await.unwrap_or_else(|_| Err(GenerateError::Unavailable(crate::model::THREAD_STOPPED.into())));
@@ -226,14 +219,13 @@ impl Engine {
         Ok(suggestion)
     }
 
-    /// When the user has typed the start of the last suggestion (and changed nothing else),
-    /// the rest of it, with no model call.
-    fn typed_ahead(&self, input: Input<'_>) -> Option<Suggestion> {
+    /// Typed-ahead reuse: when the user has typed the start of the shown suggestion (and
+    /// changed nothing else), the rest of it, with no model call.
+    fn reuse_shown(&self, session: &Session, input: Input<'_>) -> Option<Suggestion> {
         if !self.config.typed_ahead {
             return None;
         }
-        let last = self.last.lock().unwrap();
-        let shown = last.as_ref()?;
+        let shown = session.shown()?;
         let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
         let typed = before.strip_prefix(shown.before.as_str())?;
         if typed.is_empty() || after != shown.after {
@@ -243,7 +235,7 @@ impl Engine {
         if rest.trim().is_empty() {
             return None;
         }
-        let timings = Timings { cache: Some(CacheHit::TypedAhead), ..Timings::default() };
+        let timings = Timings { cache: Some(CacheHit::ShownSuggestion), ..Timings::default() };
         Some(Suggestion { text: rest.to_owned(), timings, strategy: shown.strategy })
     }
 
@@ -317,12 +309,6 @@ fn finish(input: Input<'_>, stop: &StopRule, strategy: Strategy, generation: cra
     let mut timings = generation.timings;
     timings.postprocess_ms = started.elapsed().as_secs_f64() * 1e3;
     Suggestion { text, timings, strategy }
-}
-
-/// Identifies a text and cursor, to match a request with the generation made ahead for it.
-fn ahead_key(input: Input<'_>) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((input.text, input.cursor))
 }
 
 /// Whether the text around the cursor is binary data rather than code: a NUL, or more than

@@ -21,6 +21,7 @@ pub mod model;
 pub mod postprocess;
 pub mod prompt;
 pub mod route;
+pub mod session;
 pub mod stdio_client;
 pub mod syntax;
 pub mod text;

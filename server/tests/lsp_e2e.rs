@@ -410,3 +410,35 @@ fn keystrokes_generate_ahead_and_the_request_gets_the_same_suggestion() {
     assert!(ahead.shutdown(TIMEOUT).unwrap().success());
     assert!(asked.shutdown(TIMEOUT).unwrap().success());
 }
+
+/// The ordering rule (ARCHITECTURE.md, `lsp/state.rs`): a `didChange` is applied before the next
+/// request on that document is looked at. Each round writes a change and a request in one
+/// write; the request (code actions, which need no model) must see the changed text: its
+/// function, at its line.
+#[test]
+fn a_request_right_after_a_change_sees_the_changed_text() {
+    let mut client = spawn();
+    initialize(&mut client, json!({}), json!({}));
+    open(&mut client, URI, "x = 1\n");
+    let frame = |message: Value| {
+        let body = message.to_string();
+        format!("Content-Length: {}\r\n\r\n{body}", body.len())
+    };
+    for round in 0..20u32 {
+        // The function moves down a line each round, and is renamed.
+        let line = 3 + round;
+        let text = format!("{}def f{round}(a):\n    return a\n", "\n".repeat(line as usize));
+        let at = json!({"line": line + 1, "character": 4});
+        let id = 10_000 + round as i64;
+        let mut bytes = frame(json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": URI, "version": 2 + round}, "contentChanges": [{"text": text}]}}));
+        bytes += &frame(json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/codeAction", "params": {
+            "textDocument": {"uri": URI}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}}}));
+        client.send_raw(bytes.as_bytes()).unwrap();
+        let r = client.wait_response(id, TIMEOUT).unwrap();
+        assert!(r.get("error").is_none(), "round {round}: the request saw the old text: {r}");
+        let titles: Vec<&str> = r["result"].as_array().into_iter().flatten().filter_map(|a| a["title"].as_str()).collect();
+        assert!(titles.iter().any(|t| t.contains(&format!("f{round}"))), "round {round}: the request saw the old text: {r}");
+    }
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}

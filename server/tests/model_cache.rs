@@ -176,7 +176,7 @@ fn typed_ahead_and_prompt_cache_answer_without_the_model() {
     let next = rt
         .block_on(e.complete(Input { text: &doc2, cursor: cursor + head.len(), syntax: Some((spec, &tree2)) }, CancelFlag::new()))
         .unwrap();
-    assert_eq!(next.timings.cache, Some(ghostline::model::CacheHit::TypedAhead));
+    assert_eq!(next.timings.cache, Some(ghostline::model::CacheHit::ShownSuggestion));
     assert_eq!(format!("{head}{}", next.text), first.text);
 }
 

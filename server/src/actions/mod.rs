@@ -9,6 +9,7 @@
 
 pub mod apply;
 pub mod layout;
+pub mod service;
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -30,7 +31,26 @@ pub enum Kind {
     Fix { message: String, source: Option<String>, range: Range<usize> },
 }
 
+/// A kind's name in an action's data: the one table between [`Kind`] and its strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KindName {
+    Tests,
+    Docstring,
+    Refactor,
+    Fix,
+}
+
 impl Kind {
+    pub fn name(&self) -> KindName {
+        match self {
+            Kind::Tests => KindName::Tests,
+            Kind::Docstring => KindName::Docstring,
+            Kind::Refactor => KindName::Refactor,
+            Kind::Fix { .. } => KindName::Fix,
+        }
+    }
+
     pub fn task(&self) -> Task {
         match self {
             Kind::Tests => Task::Tests,

@@ -63,14 +63,14 @@ impl Sample {
     pub fn answer(&self) -> Answer {
         match self.server.as_ref().map(|t| t.cache) {
             None => Answer::Unmatched,
-            Some(Some(CacheHit::Prompt | CacheHit::TypedAhead)) => Answer::Cached,
-            Some(None | Some(CacheHit::Ahead)) => Answer::Generated,
+            Some(Some(CacheHit::Prompt | CacheHit::ShownSuggestion)) => Answer::Cached,
+            Some(None | Some(CacheHit::GeneratedAhead)) => Answer::Generated,
         }
     }
 
     /// Answered by a generation started ahead, on the key.
     pub fn ahead(&self) -> bool {
-        self.server.as_ref().is_some_and(|t| t.cache == Some(CacheHit::Ahead))
+        self.server.as_ref().is_some_and(|t| t.cache == Some(CacheHit::GeneratedAhead))
     }
 }
 

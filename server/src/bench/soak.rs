@@ -268,8 +268,8 @@ impl Soak {
                 None => self.answers.unmatched += 1,
                 Some(None) => self.answers.model += 1,
                 Some(Some(CacheHit::Prompt)) => self.answers.prompt_cache += 1,
-                Some(Some(CacheHit::Ahead)) => self.answers.ahead += 1,
-                Some(Some(CacheHit::TypedAhead)) => self.answers.typed_ahead += 1,
+                Some(Some(CacheHit::GeneratedAhead)) => self.answers.ahead += 1,
+                Some(Some(CacheHit::ShownSuggestion)) => self.answers.typed_ahead += 1,
             }
             after(self.done);
         }

@@ -403,7 +403,7 @@ mod tests {
         };
         let samples = vec![
             // Answered by the generation started on the key: ready at the debounce's end.
-            sample(0, 151.0, 150.0, Some(timings(Some(CacheHit::Ahead), 8, 100.0)), Some(170.0)),
+            sample(0, 151.0, 150.0, Some(timings(Some(CacheHit::GeneratedAhead), 8, 100.0)), Some(170.0)),
             sample(1, 152.0, 150.0, Some(timings(None, 8, 100.0)), Some(180.0)),
             sample(2, 153.0, 150.0, Some(timings(None, 8, 100.0)), Some(190.0)),
             // A suggestion-cache hit: no generation, not paired, not in the decode median.

@@ -211,12 +211,16 @@ pub struct Timings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CacheHit {
+    /// The suggestion cache (same prompt as before).
     Prompt,
     /// Generated ahead on the keystroke before the request (`completion.generateAhead`); the
     /// request waited only for what was left of it, if anything, and the timings are that
     /// generation's.
-    Ahead,
-    TypedAhead,
+    #[serde(rename = "ahead")]
+    GeneratedAhead,
+    /// The rest of the shown suggestion, whose start the user typed (`completion.typedAhead`).
+    #[serde(rename = "typed-ahead")]
+    ShownSuggestion,
 }
 
 /// The raw generated text (already cut at the stop rule) and its timings.

@@ -1,0 +1,220 @@
+//! The protocol layer's state: what the client said at `initialize` (captured once, typed) and
+//! what notifications change (documents, completion sessions, settings, the engine), behind one
+//! lock.
+//!
+//! **Ordering rule.** A `didChange` is applied before the next request on that document is looked
+//! at. tower-lsp-server polls each message's handler for the first time in the order the
+//! messages arrived; the notification handlers that change [`State`] (`didOpen`, `didChange`,
+//! `didClose`) make their change before their first `await` (they have none), and request
+//! handlers read a document only through [`State`]. So a request written right after a
+//! `didChange` sees its text (`tests/lsp_e2e.rs`,
+//! `a_request_right_after_a_change_sees_the_changed_text`).
+//!
+//! **Locking.** [`State`] is one `Mutex`, never held across an `await`, nor while the engine or
+//! the action service runs; a completion session's own lock is taken only after it (or alone).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::Value;
+use tower_lsp_server::gen_lsp_types::{InitializeParams, MessageType, ResourceOperationKind, Uri, WorkspaceFolders};
+
+use super::document::Document;
+use super::encoding::Encoding;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::session::Session;
+
+/// What notifications change. See the module's ordering and locking rules.
+pub struct State {
+    pub docs: HashMap<Uri, Document>,
+    /// The completion session of each open document: its generation ahead, the requests in
+    /// flight and the last suggestion shown.
+    pub sessions: HashMap<Uri, Session>,
+    pub config: Config,
+    /// The settings in force as the editor sent them: `initializationOptions` with every
+    /// `didChangeConfiguration` since laid over them key by key (`config::layer`).
+    pub settings: Value,
+    /// `None` before `initialize`, and after the model kept stopping.
+    pub engine: Option<std::sync::Arc<Engine>>,
+    /// Set in `initialize`, shown once the client is ready for messages.
+    pub init_messages: Vec<(MessageType, String)>,
+    /// When the model thread was restarted after dying, for the restart limit.
+    pub restarts: Vec<Instant>,
+    /// The last completion the engine answered, for `ghostline/lastTimings`.
+    pub last_timings: Option<Value>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            docs: HashMap::new(),
+            sessions: HashMap::new(),
+            config: Config::default(),
+            settings: Value::Null,
+            engine: None,
+            init_messages: Vec::new(),
+            restarts: Vec::new(),
+            last_timings: None,
+        }
+    }
+}
+
+impl State {
+    /// The session of `uri`, made on first use.
+    pub fn session(&mut self, uri: &Uri) -> Session {
+        self.sessions.entry(uri.clone()).or_default().clone()
+    }
+
+    /// A new engine: what the sessions hold (generations ahead, shown suggestions) was made
+    /// with the old one's settings, so it goes.
+    pub fn set_engine(&mut self, engine: Option<std::sync::Arc<Engine>>) -> Option<std::sync::Arc<Engine>> {
+        for session in self.sessions.values() {
+            session.reset();
+        }
+        std::mem::replace(&mut self.engine, engine)
+    }
+}
+
+/// The client's capabilities that the server acts on, read once at `initialize`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientCaps {
+    /// The position encoding negotiated.
+    pub encoding: Encoding,
+    /// `$/progress` for the model load and for code actions.
+    pub work_done_progress: bool,
+    /// Completion items may be snippets.
+    pub snippet_support: bool,
+    /// `codeAction/resolve` can fill in the command (else each action carries it).
+    pub resolves_command: bool,
+    /// Workspace edits as versioned `documentChanges`.
+    pub document_changes: bool,
+    /// … which may create files.
+    pub creates_files: bool,
+}
+
+/// What `initialize` told: the capabilities and the workspace folders.
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    pub caps: ClientCaps,
+    /// The workspace folders (the `rootUri` when the client sends none).
+    pub roots: Vec<PathBuf>,
+}
+
+impl ClientInfo {
+    pub fn from_initialize(params: &InitializeParams) -> Self {
+        let c = &params.capabilities;
+        let text = c.text_document.as_ref();
+        let edit = c.workspace.as_ref().and_then(|w| w.workspace_edit.as_ref());
+        let caps = ClientCaps {
+            encoding: Encoding::negotiate(c.general.as_ref().and_then(|g| g.position_encodings.as_deref())),
+            work_done_progress: c.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false),
+            snippet_support: text
+                .and_then(|t| t.completion.as_ref())
+                .and_then(|c| c.completion_item.as_ref())
+                .and_then(|i| i.snippet_support)
+                .unwrap_or(false),
+            resolves_command: text
+                .and_then(|t| t.code_action.as_ref())
+                .and_then(|a| a.resolve_support.as_ref())
+                .is_some_and(|r| r.properties.iter().any(|p| p == "command")),
+            document_changes: edit.and_then(|e| e.document_changes).unwrap_or(false),
+            creates_files: edit
+                .and_then(|e| e.resource_operations.as_ref())
+                .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+        };
+        let folders = match &params.workspace_folders_initialize_params.workspace_folders {
+            Some(WorkspaceFolders::WorkspaceFolderList(list)) => list.as_slice(),
+            _ => &[],
+        };
+        let mut roots: Vec<PathBuf> = folders.iter().filter_map(|f| uri_to_path(f.uri.0.as_str())).collect();
+        #[allow(deprecated)] // rootUri: still what clients without workspace folders send
+        let root = params.root_uri.as_ref().and_then(|u| uri_to_path(u.0.as_str()));
+        if roots.is_empty() {
+            roots.extend(root);
+        }
+        ClientInfo { caps, roots }
+    }
+
+    /// The workspace folder holding `path` (the innermost, when folders nest); `None` for a
+    /// file in none of them.
+    pub fn root_for(&self, path: Option<&Path>) -> Option<PathBuf> {
+        let path = path?;
+        self.roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len()).cloned()
+    }
+}
+
+/// The `file:` URI's path, percent-decoded.
+pub fn uri_to_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?, 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    Some(PathBuf::from(String::from_utf8(out).ok()?))
+}
+
+/// A path as a `file:` URI (unreserved characters and `/` kept, the rest percent-encoded).
+pub fn path_to_uri(path: &Path) -> String {
+    let mut out = String::from("file://");
+    for b in path.to_string_lossy().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_round_trip_with_percent_encoding() {
+        let p = PathBuf::from("/tmp/my project/naïve.py");
+        let u = path_to_uri(&p);
+        assert_eq!(u, "file:///tmp/my%20project/na%C3%AFve.py");
+        assert_eq!(uri_to_path(&u), Some(p));
+        assert_eq!(uri_to_path("untitled:Untitled-1"), None);
+    }
+
+    #[test]
+    fn capabilities_are_read_once_into_flags() {
+        let params: InitializeParams = serde_json::from_value(serde_json::json!({
+            "processId": null, "rootUri": "file:///r",
+            "capabilities": {
+                "general": {"positionEncodings": ["utf-8"]},
+                "window": {"workDoneProgress": true},
+                "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit", "command"]}}},
+                "workspace": {"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename"]}}
+            }
+        }))
+        .unwrap();
+        let info = ClientInfo::from_initialize(&params);
+        let want = ClientCaps {
+            encoding: Encoding::Utf8,
+            work_done_progress: true,
+            snippet_support: false,
+            resolves_command: true,
+            document_changes: true,
+            creates_files: true,
+        };
+        assert_eq!(info.caps, want);
+        assert_eq!(info.roots, vec![PathBuf::from("/r")]);
+        assert_eq!(ClientInfo::default().caps.encoding, Encoding::default());
+    }
+}
