@@ -19,6 +19,7 @@ pub mod lsp;
 pub mod model;
 pub mod postprocess;
 pub mod prompt;
+pub mod pull;
 pub mod route;
 pub mod stdio_client;
 pub mod syntax;
