@@ -14,6 +14,7 @@ pub mod demo;
 pub mod doctor;
 pub mod engine;
 pub mod eval;
+pub mod exclude;
 pub mod fault;
 pub mod lsp;
 pub mod model;

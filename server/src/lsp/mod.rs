@@ -291,6 +291,10 @@ impl Backend {
             let indent: String = snap.text[line_start..snap.cursor].chars().take_while(|c| *c == ' ' || *c == '\t').collect();
             (snap, word_start, word, indent)
         };
+        if let Some(why) = crate::exclude::skip_request(&engine.config, uri.0.as_str(), &snap.text, snap.cursor) {
+            tracing::debug!("no completion request: {why}");
+            return Ok(None);
+        }
         let cursor = {
             let docs = self.docs.lock().unwrap_or_else(PoisonError::into_inner);
             encoding::from_char(&docs[uri].rope, snap.cursor_char, enc)
@@ -322,6 +326,7 @@ impl Backend {
             result = engine.complete(input, cancel.clone()) => result,
             () = cancelled(&cancel) => Err(GenerateError::Cancelled),
         };
+        let result = result.map(|s| crate::exclude::drop_redundant(s, &snap.text[snap.cursor..]));
         let current = self.docs.lock().unwrap_or_else(PoisonError::into_inner).get(uri).map(|d| d.version);
         if let Ok(s) = &result {
             let shown = current == Some(snap.version) && !s.text.is_empty();
@@ -564,6 +569,7 @@ impl LanguageServer for Backend {
                     let position = encoding::from_char(&doc.rope, at, enc);
                     doc.snapshot(position, enc, e.config.lines_before as usize, e.config.lines_after as usize)
                         .ok()
+                        .filter(|snap| crate::exclude::skip_request(&e.config, uri.0.as_str(), &snap.text, snap.cursor).is_none())
                         .map(|snap| (position, snap))
                 }
                 _ => None,
