@@ -115,17 +115,21 @@ impl Hub {
         Ok(url)
     }
 
+    /// One request to the Hub (its answer whatever the status; an error when it cannot be reached).
+    async fn on_hub(&self, method: reqwest::Method, url: &Url) -> Result<reqwest::Response, String> {
+        self.client
+            .request(method, url.clone())
+            .headers(self.headers_for(url))
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {}: {}", self.endpoint, error_chain(&e)))
+    }
+
     /// HEAD on the resolve URL: the file's commit, sha256, size and content URL.
     pub async fn file_meta(&self, repo: &str, revision: &str, file: &str) -> Result<FileMeta, String> {
         let mut url = self.resolve_url(repo, revision, file)?;
         for _ in 0..=MAX_REDIRECTS {
-            let response = self
-                .client
-                .head(url.clone())
-                .headers(self.headers_for(&url))
-                .send()
-                .await
-                .map_err(|e| format!("cannot reach {}: {}", self.endpoint, error_chain(&e)))?;
+            let response = self.on_hub(reqwest::Method::HEAD, &url).await?;
             let status = response.status();
             let headers = response.headers();
             if status.is_redirection() {
@@ -167,13 +171,7 @@ impl Hub {
             .extend(["api", "models"])
             .extend(repo.split('/'))
             .extend(["revision", revision]);
-        let response = self
-            .client
-            .get(url.clone())
-            .headers(self.headers_for(&url))
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach {}: {}", self.endpoint, error_chain(&e)))?;
+        let response = self.on_hub(reqwest::Method::GET, &url).await?;
         let status = response.status();
         if !status.is_success() {
             return Err(format!("{repo}: cannot list its files ({status}); name one with --file"));
