@@ -1,5 +1,5 @@
 //! Command line: `ghostline` (the language server over stdio), `complete`, `demo`, `bench`,
-//! `doctor`, `models`, `pull`.
+//! `doctor`, `models`, `pull`, `stats`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -109,6 +109,18 @@ enum Command {
         memory_budget_mb: Option<u64>,
         #[arg(long)]
         json: bool,
+    },
+    /// Local acceptance statistics: per model and language, suggestions shown and accepted,
+    /// characters retained after 30 s and 5 min, latency. Read from the local database only.
+    Stats {
+        /// How far back: 7d, 12h, 30m, or all.
+        #[arg(long, default_value = "7d")]
+        since: String,
+        #[arg(long)]
+        json: bool,
+        /// The database (default: the user's data directory).
+        #[arg(long)]
+        db: Option<PathBuf>,
     },
     /// Drive the real language server over stdio through a scripted typing session and print
     /// each suggestion with its latency.
@@ -360,6 +372,7 @@ pub fn main() -> ExitCode {
         Command::Doctor { settings, memory_budget_mb, context_size, json, recommend: true, .. } => {
             crate::pull::recommend::run(settings.as_deref(), memory_budget_mb, context_size, json)
         }
+        Command::Stats { since, json, db } => crate::stats::report::run(&since, json, db),
         Command::Pull { model, file, revision, offline, settings, memory_budget_mb } => {
             let opts = crate::pull::PullOptions { target: model, file, revision, offline, memory_budget_mb };
             crate::pull::bar::run(&runtime, opts, settings.as_deref())

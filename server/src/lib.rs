@@ -22,6 +22,7 @@ pub mod postprocess;
 pub mod prompt;
 pub mod pull;
 pub mod route;
+pub mod stats;
 pub mod stdio_client;
 pub mod syntax;
 pub mod typing;
