@@ -183,21 +183,15 @@ impl Stats {
 /// character edit distance between them ÷ the accepted length, within 0 and 1. Texts are
 /// compared up to 2,000 characters.
 pub fn retained_share(accepted: &str, now: &str) -> f64 {
-    let a: Vec<char> = accepted.chars().take(2000).collect();
-    let b: Vec<char> = now.chars().take(2000).collect();
-    if a.is_empty() {
+    let cap = |s: &str| s.chars().take(2000).collect::<String>();
+    let (a, b) = (cap(accepted), cap(now));
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    if la == 0 {
         return 1.0;
     }
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    (1.0 - prev[b.len()] as f64 / a.len() as f64).clamp(0.0, 1.0)
+    // `edit_similarity` is 1 − distance ÷ the longer length.
+    let distance = ((1.0 - crate::eval::edit_similarity(&a, &b)) * la.max(lb) as f64).round();
+    (1.0 - distance / la as f64).clamp(0.0, 1.0)
 }
 
 #[cfg(test)]
