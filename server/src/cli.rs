@@ -1,5 +1,5 @@
 //! Command line: `ghostline` (the language server over stdio), `complete`, `demo`, `bench`,
-//! `doctor`, `models`.
+//! `doctor`, `models`, `pull`, `stats`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -74,6 +74,32 @@ enum Command {
         /// Print one JSON object (checks and figures).
         #[arg(long)]
         json: bool,
+        /// Instead of the checks: which FIM coder model and quantisation fit this machine's
+        /// memory budget and backend, and why (nothing is loaded or downloaded).
+        #[arg(long)]
+        recommend: bool,
+    },
+    /// Download a GGUF model from the Hugging Face Hub into its cache (resumable, sha256
+    /// checked), where `ghostline models` finds it. Prints the model's path.
+    Pull {
+        /// `org/repo` on the Hub, or a short name: qwen2.5-coder-0.5b, -1.5b, -3b, -7b (the
+        /// files llama.cpp's FIM presets use).
+        model: String,
+        /// The GGUF file in the repository (default: the only one, else the Q4_K_M one).
+        #[arg(long)]
+        file: Option<String>,
+        /// Branch, tag or commit (default: main).
+        #[arg(long)]
+        revision: Option<String>,
+        /// Refuse at once, opening no connection (as `offline: true` in the settings does).
+        #[arg(long)]
+        offline: bool,
+        /// Editor settings as JSON: `offline` and `model.memoryBudgetMb` are honoured.
+        #[arg(long)]
+        settings: Option<PathBuf>,
+        /// Override model.memoryBudgetMb.
+        #[arg(long)]
+        memory_budget_mb: Option<u64>,
     },
     /// List the GGUF models found in the Hugging Face cache, LM Studio, llama.cpp's cache and
     /// Ollama, best first, with the reasons; the first is used when no model is configured.
@@ -83,6 +109,18 @@ enum Command {
         memory_budget_mb: Option<u64>,
         #[arg(long)]
         json: bool,
+    },
+    /// Local acceptance statistics: per model and language, suggestions shown and accepted,
+    /// characters retained after 30 s and 5 min, latency. Read from the local database only.
+    Stats {
+        /// How far back: 7d, 12h, 30m, or all.
+        #[arg(long, default_value = "7d")]
+        since: String,
+        #[arg(long)]
+        json: bool,
+        /// The database (default: the user's data directory).
+        #[arg(long)]
+        db: Option<PathBuf>,
     },
     /// Drive the real language server over stdio through a scripted typing session and print
     /// each suggestion with its latency.
@@ -331,7 +369,15 @@ pub fn main() -> ExitCode {
                 report(crate::bench::run_sizes(&options), json, save, crate::bench::sizes::print_text)
             }
         }
-        Command::Doctor { model, settings, memory_budget_mb, context_size, threads, no_load, json } => {
+        Command::Doctor { settings, memory_budget_mb, context_size, json, recommend: true, .. } => {
+            crate::pull::recommend::run(settings.as_deref(), memory_budget_mb, context_size, json)
+        }
+        Command::Stats { since, json, db } => crate::stats::report::run(&since, json, db),
+        Command::Pull { model, file, revision, offline, settings, memory_budget_mb } => {
+            let opts = crate::pull::PullOptions { target: model, file, revision, offline, memory_budget_mb };
+            crate::pull::bar::run(&runtime, opts, settings.as_deref())
+        }
+        Command::Doctor { model, settings, memory_budget_mb, context_size, threads, no_load, json, .. } => {
             let opts = crate::doctor::DoctorOptions { model, settings, memory_budget_mb, context_size, threads, no_load };
             let report = crate::doctor::run(&opts);
             if json {

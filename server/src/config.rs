@@ -119,6 +119,12 @@ pub struct CompletionOptions {
     pub repeat_last_n: Option<u32>,
     pub lines_before: Option<u32>,
     pub lines_after: Option<u32>,
+    /// Globs of files never completed in, added to [`crate::exclude::DEFAULT_EXCLUDE`].
+    pub exclude: Option<Vec<String>>,
+    /// `false`: `exclude` replaces the default globs instead of adding to them.
+    pub exclude_defaults: Option<bool>,
+    /// No request when more non-space characters than this follow the cursor on its line.
+    pub max_right_chars: Option<u32>,
 }
 
 /// Cloud endpoint settings (used by code actions; completion never leaves the machine).
@@ -256,6 +262,9 @@ pub struct CompletionConfig {
     pub repeat_last_n: u32,
     pub lines_before: u32,
     pub lines_after: u32,
+    /// The `completion.exclude` globs in force (the defaults included unless turned off).
+    pub exclude: Vec<String>,
+    pub max_right_chars: u32,
 }
 
 /// `model.prefillChunk`'s default: see the README's "Determinism" section for the measurement.
@@ -409,6 +418,8 @@ impl Options {
                 repeat_last_n: c.repeat_last_n.unwrap_or(64),
                 lines_before: c.lines_before.unwrap_or(64),
                 lines_after: c.lines_after.unwrap_or(16),
+                exclude: crate::exclude::globs(c.exclude.as_deref(), c.exclude_defaults.unwrap_or(true)),
+                max_right_chars: c.max_right_chars.unwrap_or(crate::exclude::DEFAULT_MAX_RIGHT_CHARS),
             },
             cloud: {
                 let o = &self.cloud;

@@ -393,14 +393,16 @@ fn keystrokes_generate_ahead_and_the_request_gets_the_same_suggestion() {
     );
     inline_completion(&mut ahead, URI, line, col + 15);
     assert_eq!(last_timings(&mut ahead)["timings"]["cache"], "ahead");
-    // A keystroke, then a request somewhere else: that one calls the model itself.
+    // A keystroke, then a request somewhere else: that one calls the model itself. (At the end
+    // of line 0: a cursor with more than `completion.maxRightChars` characters after it on its
+    // line gets no request at all.)
     version += 1;
     let at = json!({"line": line, "character": col + 15});
     ahead.notify(
         "textDocument/didChange",
         json!({"textDocument": {"uri": URI, "version": version}, "contentChanges": [{"range": {"start": at, "end": at}, "text": "x"}]}),
     );
-    let elsewhere = inline_completion(&mut ahead, URI, 0, 0);
+    let elsewhere = inline_completion(&mut ahead, URI, 0, 11);
     assert!(elsewhere.get("error").is_none(), "{elsewhere}");
     let t = last_timings(&mut ahead);
     assert_ne!(t["timings"]["cache"], "ahead", "{t}");

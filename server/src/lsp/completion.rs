@@ -69,6 +69,10 @@ impl Backend {
             let indent: String = typed.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
             (snap, cursor, word_start, word, indent, state.session(uri))
         };
+        if let Some(why) = crate::exclude::skip_request(&engine.config, uri.0.as_str(), &snap.text, snap.cursor) {
+            tracing::debug!("no completion request: {why}");
+            return Ok(None);
+        }
 
         // The generation ahead for this very text and cursor is this request's answer in the
         // making: queue behind it. Any other work on the document is superseded.
@@ -84,6 +88,7 @@ impl Backend {
             result = engine.complete_in(&session, input, cancel.clone()) => result,
             () = cancelled(&cancel) => Err(GenerateError::Cancelled),
         };
+        let result = result.map(|s| crate::exclude::drop_redundant(s, &snap.text[snap.cursor..]));
         let current = {
             let mut state = self.state();
             let current = state.docs.get(uri).map(|d| d.version);

@@ -224,7 +224,9 @@ impl LanguageServer for Backend {
                 let ahead = match (typed, &engine) {
                     (Some(at), Some(e)) => {
                         let position = encoding::from_char(&doc.rope, at, enc);
-                        doc.snapshot(position, enc, e.config.lines_before as usize, e.config.lines_after as usize).ok()
+                        doc.snapshot(position, enc, e.config.lines_before as usize, e.config.lines_after as usize)
+                            .ok()
+                            .filter(|snap| crate::exclude::skip_request(&e.config, uri.0.as_str(), &snap.text, snap.cursor).is_none())
                     }
                     _ => None,
                 };
