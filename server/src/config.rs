@@ -242,8 +242,9 @@ pub struct ModelConfig {
     pub keep_alive: Option<std::time::Duration>,
     /// Prompt positions are decoded in batches of this many tokens aligned to position 0, so
     /// that each position is computed in the same batch whatever was cached: warm and cold
-    /// answers are identical. 0: off (a warm request decodes only what changed).
-    pub prefill_chunk: u32,
+    /// answers are identical. 0: off (a warm request decodes only what changed). `None`: the
+    /// backend's default (`model::backend::default_prefill_chunk`).
+    pub prefill_chunk: Option<u32>,
     /// Set when no model was configured and one was discovered: which, and why.
     pub discovered: Option<String>,
 }
@@ -266,9 +267,6 @@ pub struct CompletionConfig {
     pub exclude: Vec<String>,
     pub max_right_chars: u32,
 }
-
-/// `model.prefillChunk`'s default: see the README's "Determinism" section for the measurement.
-pub const DEFAULT_PREFILL_CHUNK: u32 = 32;
 
 impl Default for Config {
     fn default() -> Self {
@@ -405,7 +403,7 @@ impl Options {
                 gpu_layers: m.gpu_layers,
                 memory_budget_mb: m.memory_budget_mb.filter(|&mb| mb > 0),
                 keep_alive: m.keep_alive.and_then(|k| k.0),
-                prefill_chunk: m.prefill_chunk.unwrap_or(DEFAULT_PREFILL_CHUNK),
+                prefill_chunk: m.prefill_chunk,
                 discovered: None,
             },
             completion: CompletionConfig {

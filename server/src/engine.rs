@@ -182,7 +182,7 @@ impl Engine {
         let draft = self.draft(input);
         let context_ms = started.elapsed().as_secs_f64() * 1e3;
         let (stop, strategy) = (draft.stop.clone(), draft.context.strategy);
-        let Ok(answer) = self.model.submit(draft.into_request(Arc::clone(&self.memo), cancel)) else { return false };
+        let Ok(answer) = self.model.submit(draft.into_request(Arc::clone(&self.memo), cancel.clone())) else { return false };
         self.ahead_stats.started.fetch_add(1, Relaxed);
         let (tx, done) = watch::channel(None);
         session.set_ahead(key, cancel, done);

@@ -249,7 +249,7 @@ fn configuration_change_applies() {
     // aligned chunks (model.prefillChunk). A model loaded again starts with an empty cache and
     // reports itself ready again.
     let prompt = after["timings"]["prompt_tokens"].as_u64().unwrap();
-    let chunk = u64::from(ghostline::config::DEFAULT_PREFILL_CHUNK);
+    let chunk = u64::from(ghostline::model::backend::default_prefill_chunk(ghostline::model::backend::gpu_layers(None)));
     assert!(prompt > chunk, "a prompt of {prompt} tokens keeps no whole chunk: {after}");
     assert_eq!(after["timings"]["reused_tokens"].as_u64().unwrap(), (prompt - 1) / chunk * chunk, "the model was loaded again: {after}");
     let late = client.wait_notification("window/logMessage", Duration::from_secs(2), |p| {

@@ -166,7 +166,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         logs,
         generate_ahead: opts.generate_ahead,
         no_debounce: opts.no_debounce,
-        prefill_chunk: opts.prefill_chunk.unwrap_or(config::DEFAULT_PREFILL_CHUNK),
+        prefill_chunk: opts.prefill_chunk.unwrap_or_else(|| crate::model::backend::default_prefill_chunk(crate::model::backend::gpu_layers(None))),
     };
 
     let client = if opts.no_debounce {

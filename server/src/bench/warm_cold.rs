@@ -65,7 +65,7 @@ struct Asked {
 pub fn run(options: &Options) -> Result<Report, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the ghostline binary: {e}"))?;
     let (trace, file, text, at) = super::trace::load_trace(&options.trace)?;
-    let prefill_chunk = options.prefill_chunk.unwrap_or(crate::config::DEFAULT_PREFILL_CHUNK);
+    let prefill_chunk = options.prefill_chunk.unwrap_or_else(|| crate::model::backend::default_prefill_chunk(crate::model::backend::gpu_layers(None)));
     let threads = options.threads.unwrap_or_else(crate::config::default_threads);
     let model_options = json!({"path": options.model, "threads": threads, "prefillChunk": prefill_chunk});
 

@@ -332,7 +332,10 @@ impl<'m> Worker<'m> {
             suggestions: Lru::new(SUGGESTION_CACHE),
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
-            align: (config.prefill_chunk.min(n_batch)) as usize,
+            align: config
+                .prefill_chunk
+                .unwrap_or_else(|| super::backend::default_prefill_chunk(super::backend::gpu_layers(config.gpu_layers)))
+                .min(n_batch) as usize,
             sampling,
         };
         worker.warm_up()?;

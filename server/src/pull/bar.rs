@@ -80,7 +80,7 @@ fn report(p: &Pulled, opts: &PullOptions, context_size: u32) {
     match Gguf::open(&p.path) {
         Err(e) => eprintln!("warning: {} is not a usable GGUF model: {e}", p.path.display()),
         Ok(g) => {
-            let format = g.prompt_format();
+            let format = g.fim_format();
             let plan = g.shape().and_then(|s| memory::plan(&s, g.weights_bytes(), memory::budget(opts.memory_budget_mb), context_size, 512));
             match plan {
                 Ok(plan) => eprintln!("{}; {}", format, plan.describe()),
