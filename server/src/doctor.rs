@@ -252,7 +252,7 @@ pub fn run(opts: &DoctorOptions) -> Report {
                     facts.insert("arch".into(), json!(arch));
                     facts.insert("file_bytes".into(), json!(gguf.file_size));
                     facts.insert("weights_bytes".into(), json!(gguf.weights_bytes()));
-                    let format = gguf.prompt_format();
+                    let format = gguf.fim_format();
                     facts.insert("format".into(), json!(format.to_string()));
                     if format.uses_suffix() {
                         checks.ok("format", format.to_string());

@@ -1,8 +1,9 @@
 //! The completion engine: text and a cursor in, a cleaned-up suggestion out.
 //!
-//! context → prompt parts → model thread (with a stop rule) → post-processing. Knows nothing of
-//! LSP; the language server and the `complete` command both call [`Engine::complete`], which
-//! first looks for the suggestion [`Engine::generate_ahead`] started on the keystroke.
+//! context and stop rule ([`Engine::draft`]) → prompt plan and model thread → post-processing.
+//! Knows nothing of LSP; the language server and the `complete` command both call
+//! [`Engine::complete`], which first looks for the suggestion [`Engine::generate_ahead`] started
+//! on the keystroke.
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -12,8 +13,9 @@ use tree_sitter::Tree;
 
 use crate::config::CompletionConfig;
 use crate::context::{self, Strategy};
-use crate::model::{CacheHit, CancelFlag, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Timings};
+use crate::model::{CacheHit, CancelFlag, GenerateError, ModelHandle, ModelStatus, Timings};
 use crate::postprocess::{self, StopRule};
+use crate::prompt::{Draft, TokenMemo};
 use crate::syntax::{self, BlockEnd, Spec};
 
 /// A suggestion to insert at the cursor.
@@ -102,6 +104,8 @@ pub struct Engine {
     ahead: Mutex<Option<Ahead>>,
     /// Shared with the engines that replace this one, like the model.
     ahead_stats: Arc<AheadStats>,
+    /// The prompt plan's token counts for this model's tokenizer; shared like the model.
+    memo: Arc<TokenMemo>,
 }
 
 /// A suggestion and the text around the cursor it was made for.
@@ -114,7 +118,7 @@ struct Shown {
 
 impl Engine {
     pub fn new(model: ModelHandle, config: CompletionConfig) -> Self {
-        Engine { model: Arc::new(model), config, last: Mutex::new(None), ahead: Mutex::new(None), ahead_stats: Arc::default() }
+        Engine { model: Arc::new(model), config, last: Mutex::new(None), ahead: Mutex::new(None), ahead_stats: Arc::default(), memo: Arc::default() }
     }
 
     /// The same model (thread, KV cache and suggestion cache) with other completion settings.
@@ -122,7 +126,8 @@ impl Engine {
     /// started with stays (see `crate::model::Sampling`).
     pub fn with_config(&self, config: CompletionConfig) -> Self {
         let ahead_stats = Arc::clone(&self.ahead_stats);
-        Engine { model: Arc::clone(&self.model), config, last: Mutex::new(None), ahead: Mutex::new(None), ahead_stats }
+        let memo = Arc::clone(&self.memo);
+        Engine { model: Arc::clone(&self.model), config, last: Mutex::new(None), ahead: Mutex::new(None), ahead_stats, memo }
     }
 
     pub async fn complete(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
@@ -181,10 +186,10 @@ impl Engine {
         }
         let key = ahead_key(input);
         let started = std::time::Instant::now();
-        let request = self.request(input, cancel);
+        let draft = self.draft(input);
         let context_ms = started.elapsed().as_secs_f64() * 1e3;
-        let (stop, strategy) = (request.stop.clone(), request.context.strategy);
-        let Ok(answer) = self.model.submit(request) else { return false };
+        let (stop, strategy) = (draft.stop.clone(), draft.context.strategy);
+        let Ok(answer) = self.model.submit(draft.into_request(Arc::clone(&self.memo), cancel)) else { return false };
         self.ahead_stats.started.fetch_add(1, Relaxed);
         let (tx, done) = watch::channel(None);
         *self.ahead.lock().unwrap() = Some(Ahead { key, done });
@@ -214,9 +219,9 @@ impl Engine {
     /// Runs the model for `input` (context, model thread, post-processing).
     async fn generate(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
         let started = std::time::Instant::now();
-        let request = self.request(input, cancel);
+        let draft = self.draft(input);
         let context_ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut suggestion = self.run(input, request).await?;
+        let mut suggestion = self.run(input, draft, cancel).await?;
         suggestion.timings.context_ms = context_ms;
         Ok(suggestion)
     }
@@ -242,23 +247,24 @@ impl Engine {
         Some(Suggestion { text: rest.to_owned(), timings, strategy: shown.strategy })
     }
 
-    /// Generates for a request built by [`Engine::request`] (possibly adjusted, as `eval` does
-    /// to compare context strategies) and post-processes the result.
-    pub async fn run(&self, input: Input<'_>, request: GenerateRequest) -> Result<Suggestion, GenerateError> {
-        let stop = request.stop.clone();
-        let strategy = request.context.strategy;
-        let generation = self.model.generate(request).await?;
+    /// Generates for a draft made by [`Engine::draft`] (possibly adjusted, as `eval` does to
+    /// compare context strategies) and post-processes the result.
+    pub async fn run(&self, input: Input<'_>, draft: Draft, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
+        let stop = draft.stop.clone();
+        let strategy = draft.context.strategy;
+        let generation = self.model.generate(draft.into_request(Arc::clone(&self.memo), cancel)).await?;
         Ok(finish(input, &stop, strategy, generation))
     }
 
-    /// The request the model thread gets for this cursor.
+    /// What to complete at this cursor before tokens: the context, the stop rule and the
+    /// limits; the prompt plan (`crate::prompt`) makes the tokens from it.
     ///
     /// When the cursor's line holds only indentation (or nothing), the prompt ends before that
     /// line's line break instead: a prompt ending in `\n` or a run of spaces splits tokens where
     /// the model never saw them split (BPE vocabularies merge a line break with the next
     /// indentation), and it answers with a stray blank line. The model writes the line break
     /// and indentation itself; the stop rule requires them and removes them again.
-    pub fn request(&self, input: Input<'_>, cancel: CancelFlag) -> GenerateRequest {
+    pub fn draft(&self, input: Input<'_>) -> Draft {
         let text = input.text;
         let cursor = floor_char_boundary(text, input.cursor);
         let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
@@ -290,13 +296,7 @@ impl Engine {
                 stop = stop.with_lead(lead);
             }
         }
-        GenerateRequest {
-            context,
-            max_prompt_tokens: self.config.max_prompt_tokens,
-            stop,
-            max_tokens: self.config.max_tokens,
-            cancel,
-        }
+        Draft { context, stop, max_prompt_tokens: self.config.max_prompt_tokens, max_tokens: self.config.max_tokens }
     }
 }
 
@@ -309,7 +309,7 @@ fn finish(input: Input<'_>, stop: &StopRule, strategy: Strategy, generation: cra
     let mut text = stop.finish(&generation.text);
     // A CRLF document gets CRLF line breaks, whatever the model wrote.
     if text.contains('\n') {
-        text = postprocess::with_line_ending(&text, postprocess::line_ending(input.text));
+        text = crate::text::with_line_ending(&text, crate::text::line_ending(input.text));
     }
     if let Some((spec, tree)) = input.syntax {
         text = postprocess::syntax::keep_if_parse_not_worse(spec, tree, input.text, input.cursor, &text);

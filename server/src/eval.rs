@@ -217,12 +217,12 @@ pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), 
             let tree = spec.parse(&hole.text);
             let input = Input { text: &hole.text, cursor: hole.cursor, syntax: Some((spec, &tree)) };
             for strategy in ["scope", "window"] {
-                let mut request = engine.request(input, CancelFlag::new());
+                let mut draft = engine.draft(input);
                 if strategy == "window" {
-                    request.context = context::line_window(&hole.text, hole.cursor, options.window_lines, 0);
-                    request.max_prompt_tokens = info.n_ctx;
+                    draft.context = context::line_window(&hole.text, hole.cursor, options.window_lines, 0);
+                    draft.max_prompt_tokens = info.n_ctx;
                 }
-                let s = runtime.block_on(engine.run(input, request)).map_err(|e| e.to_string())?;
+                let s = runtime.block_on(engine.run(input, draft, CancelFlag::new())).map_err(|e| e.to_string())?;
                 let got = s.text.split('\n').next().unwrap_or("").trim_end().to_owned();
                 let want = hole.target.trim_end();
                 results.push(HoleResult {

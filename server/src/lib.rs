@@ -1,8 +1,9 @@
 //! ghostline: a local-first AI coding language server.
 //!
 //! Where a keystroke goes: `lsp` (protocol, documents, positions) → `engine` → `context`
-//! (which text) → `prompt` (which tokens, FIM or not) → `model` (the llama.cpp thread) →
-//! `postprocess` (where the suggestion ends) → back through `lsp` as ghost text.
+//! (which text) and `postprocess` (where the suggestion ends) → `prompt` (the plan: budget and
+//! tokens, FIM or not) → `model` (the llama.cpp thread, which knows no prompt layout) →
+//! `postprocess` (clean-up) → back through `lsp` as ghost text. ARCHITECTURE.md has the map.
 
 pub mod actions;
 pub mod bench;
@@ -22,4 +23,5 @@ pub mod prompt;
 pub mod route;
 pub mod stdio_client;
 pub mod syntax;
+pub mod text;
 pub mod typing;

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use ghostline::config::Options;
 use ghostline::context;
 use ghostline::engine::{Engine, Input};
-use ghostline::model::{CancelFlag, ModelHandle, Sampling};
+use ghostline::model::{ModelHandle, Sampling};
 use ghostline::postprocess::syntax::keep_if_parse_not_worse;
+use ghostline::prompt::budget::{fit, PromptParts};
 use ghostline::syntax;
 
 fn fixtures() -> PathBuf {
@@ -29,11 +30,11 @@ fn render(name: &str, budget: usize) -> String {
     let spec = syntax::by_path(name).expect("a registered language");
     let tree = spec.parse(&text);
     let config = Options::default().resolve(None);
-    // No model is needed to build a request.
+    // No model is needed to make a draft.
     let engine = Engine::new(ModelHandle::spawn(&config.model, Sampling::from(&config.completion)), config.completion);
     let input = Input { text: &text, cursor, syntax: Some((spec, &tree)) };
-    let request = engine.request(input, CancelFlag::new());
-    let parts = context::fit(&request.context, budget, &count);
+    let request = engine.draft(input);
+    let parts = fit(&request.context, budget, &count);
 
     let mut out = String::new();
     writeln!(out, "strategy: {:?}", request.context.strategy).unwrap();
@@ -75,13 +76,13 @@ fn python_method_tight_budget() {
 
 /// The Python context when `typed` stands at `source`'s cursor marker, and the prompt parts
 /// fitted to 1,024 (stand-in) tokens.
-fn python_context(source: &str, typed: &str) -> (context::ContextParts, context::PromptParts) {
+fn python_context(source: &str, typed: &str) -> (context::ContextParts, PromptParts) {
     let cursor = source.find("<CURSOR>").unwrap() + typed.len();
     let text = source.replacen("<CURSOR>", typed, 1);
     let spec = syntax::by_language_id("python").unwrap();
     let tree = spec.parse(&text);
     let parts = context::build(&text, cursor, Some((spec, &tree)), 64, 16);
-    let fitted = context::fit(&parts, 1024, &count);
+    let fitted = fit(&parts, 1024, &count);
     (parts, fitted)
 }
 

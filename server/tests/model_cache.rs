@@ -6,9 +6,10 @@ mod common;
 use common::*;
 use ghostline::config::Options;
 use ghostline::engine::{Engine, Input};
-use ghostline::context::{ContextParts, Strategy};
-use ghostline::model::{CancelFlag, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling};
+use ghostline::context::{ContextParts, OutlineItem, Strategy};
+use ghostline::model::{CancelFlag, FimFormat, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling, Tokenize, VocabFacts};
 use ghostline::postprocess::StopRule;
+use ghostline::prompt::{Draft, PromptPlan, Section, TokenMemo};
 use ghostline::syntax;
 
 fn engine() -> Engine {
@@ -96,13 +97,13 @@ fn cancelling_during_prefill_and_during_decoding_stops_the_work() {
         .filter(|p| p.extension().is_some_and(|e| e != "raw" && e != "md"))
         .fold("# Code to read.\n".to_owned(), |text, p| text + &std::fs::read_to_string(p).unwrap().replace("<CURSOR>", ""));
     const MAX_TOKENS: usize = 64;
-    let request = |cancel: &CancelFlag| GenerateRequest {
+    let draft = Draft {
         context: ContextParts { strategy: Strategy::Window, outline: Vec::new(), prefix_start: 0, prefix: text.clone(), suffix: String::new() },
         max_prompt_tokens: 2048, // the whole text
         stop: StopRule::unbounded(), // only the token limit ends it
         max_tokens: MAX_TOKENS as u32,
-        cancel: cancel.clone(),
     };
+    let request = |cancel: &CancelFlag| draft.clone().into_request(Default::default(), cancel.clone());
     // Runs the request on another thread and cancels it as soon as its progress satisfies
     // `now`; returns the progress seen then, the result, and the progress at the end.
     let cancel_when = |now: &dyn Fn(Progress) -> bool| {
@@ -208,4 +209,45 @@ fn coming_back_restores_the_saved_kv_state() {
     assert!(back.timings.restored_tokens > away.timings.reused_tokens, "{:?}", back.timings);
     assert_eq!(back.timings.reused_tokens, back.timings.restored_tokens);
     assert!(back.timings.prefill_tokens < 8, "{:?}", back.timings);
+}
+
+/// The prompt plan with the real tokenizer, where the model thread makes it: for the FIM wiring
+/// model (Qwen-style markers), `<pre>` outline and prefix `<suf>` suffix `<mid>` after any BOS;
+/// each section's tokens read back as its text, and the model runs exactly the plan's tokens.
+#[test]
+fn the_prompt_plan_with_the_real_tokenizer() {
+    let mut options = Options::default();
+    options.model.path = Some(fim_wiring_model());
+    let config = options.resolve(None);
+    let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
+    assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
+    let outline = vec![OutlineItem { text: "import math".into(), start: 0, order: 0, full: None, pinned: false }];
+    let (prefix, suffix) = ("def area(r):\n    return math.", "\n\nprint(area(2))\n");
+    let context = ContextParts { strategy: Strategy::Scope, outline, prefix_start: 13, prefix: prefix.into(), suffix: suffix.into() };
+    let draft = Draft { context, stop: StopRule::unbounded(), max_prompt_tokens: 1024, max_tokens: 4 };
+    type Seen = (PromptPlan, Vec<(Section, String)>, VocabFacts);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<Seen>));
+    let build = {
+        let seen = seen.clone();
+        move |tokenizer: &dyn Tokenize, model: &VocabFacts| {
+            let plan = PromptPlan::build(&draft, tokenizer, model, &TokenMemo::default());
+            let text = |r: &std::ops::Range<usize>| -> String { plan.tokens[r.clone()].iter().map(|&t| tokenizer.token_text(t)).collect() };
+            let texts = plan.sections.iter().map(|(s, r)| (*s, text(r))).collect();
+            *seen.lock().unwrap() = Some((plan.clone(), texts, model.clone()));
+            plan.into_prompt()
+        }
+    };
+    let generated = rt().block_on(handle.generate(GenerateRequest { prompt: Box::new(build), cancel: CancelFlag::new() })).unwrap();
+    let (plan, texts, model) = seen.lock().unwrap().take().expect("the model thread built the plan");
+    assert!(matches!(model.fim, FimFormat::Fim { .. }), "{model:?}");
+    assert_eq!(generated.timings.prompt, plan.tokens);
+    let kinds: Vec<Section> = texts.iter().map(|(s, _)| *s).filter(|s| *s != Section::Bos).collect();
+    assert_eq!(kinds, [Section::Marker, Section::Outline, Section::Prefix, Section::Marker, Section::Suffix, Section::Marker]);
+    let text_of = |which: Section| texts.iter().find(|(s, _)| *s == which).map(|(_, t)| t.as_str()).unwrap();
+    assert_eq!(text_of(Section::Outline), "import math\n");
+    assert_eq!(text_of(Section::Prefix), prefix);
+    assert_eq!(text_of(Section::Suffix), suffix);
+    if let Some(bos) = model.bos {
+        assert_eq!(plan.tokens[0], bos);
+    }
 }

@@ -140,8 +140,8 @@ fn gguf_reader_agrees_with_the_gguf_package() {
         assert_eq!((s.n_layer, s.n_head_kv[0], s.head_dim_k), (30, 3, 64));
         assert_eq!(memory::kv_bytes_per_token(&s), 23_040);
     }
-    assert_eq!(Gguf::open(&model()).unwrap().prompt_format().to_string(), "prefix-only (no FIM tokens)");
-    assert_eq!(Gguf::open(&fim_wiring_model()).unwrap().prompt_format().to_string(), "FIM Qwen (PSM)");
+    assert_eq!(Gguf::open(&model()).unwrap().fim_format().to_string(), "prefix-only (no FIM tokens)");
+    assert_eq!(Gguf::open(&fim_wiring_model()).unwrap().fim_format().to_string(), "FIM Qwen (PSM)");
 }
 
 #[test]

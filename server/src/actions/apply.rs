@@ -45,7 +45,7 @@ impl Change {
 /// The changes with their inserted text in the line ending of the file each goes into: its
 /// own when it has text, else the source document's.
 fn fit_line_endings(mut changes: Vec<Change>, source_text: &str) -> Vec<Change> {
-    use crate::postprocess::{line_ending, with_line_ending};
+    use crate::text::{line_ending, with_line_ending};
     for change in &mut changes {
         let eol = match (&change.file, change.base.as_deref()) {
             (FileRef::Path(_), Some(base)) if base.contains('\n') => line_ending(base),

@@ -18,8 +18,9 @@ use super::system::{load_average, machine};
 use super::{Stat, BATCH_SIZE, CONTEXT_SIZE, TIMEOUT};
 use crate::config;
 use crate::context::{ContextParts, Strategy};
-use crate::model::{CancelFlag, GenerateRequest, ModelHandle, ModelStatus, Sampling};
+use crate::model::{CancelFlag, ModelHandle, ModelStatus, Sampling};
 use crate::postprocess::StopRule;
+use crate::prompt::Draft;
 
 /// Generated tokens per sample: enough for a decode rate at that context.
 const DECODE_TOKENS: u32 = 32;
@@ -145,7 +146,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
         let mut samples = Vec::new();
         for run in 0..=runs {
             let cursor = positions.next().ok_or("the fixtures are too short for that many samples")?;
-            let request = GenerateRequest {
+            let draft = Draft {
                 context: ContextParts {
                     strategy: Strategy::Window,
                     outline: Vec::new(),
@@ -157,8 +158,8 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
                 // Never stops on the text: every sample decodes DECODE_TOKENS (unless end of text).
                 stop: StopRule::unbounded(),
                 max_tokens: DECODE_TOKENS,
-                cancel: CancelFlag::new(),
             };
+            let request = draft.into_request(Default::default(), CancelFlag::new());
             let g = runtime.block_on(handle.generate(request)).map_err(|e| format!("generation at {size} tokens: {e}"))?;
             let t = g.timings;
             let (mut peer_prompt_ms, mut peer_decode) = (None, None);

@@ -6,7 +6,7 @@ use std::ops::Range;
 use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
 
 use super::OutlineItem;
-use crate::postprocess::indent_width;
+use crate::text::indent_width;
 use crate::syntax::{BlockEnd, Spec};
 
 /// Lines an `@item` keeps in the outline.

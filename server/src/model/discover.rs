@@ -274,7 +274,7 @@ fn examine(found: Found, config: &ModelConfig, budget: (u64, memory::BudgetSourc
         c.reasons.push("unusable: not a language model (no vocabulary)".into());
         return c;
     }
-    let format = gguf.prompt_format();
+    let format = gguf.fim_format();
     c.fim = format.uses_suffix();
     c.format = Some(format.to_string());
     c.reasons.push(if c.fim { format!("FIM tokens: {format}") } else { "no FIM tokens: prefix-only completions".into() });

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use crate::prompt::{self, PromptFormat, Token};
+use super::fim::{self, FimFormat, Token};
 
 /// A metadata value. Arrays longer than [`KEEP_ARRAY`] are kept as their element count only.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,8 +215,8 @@ impl Gguf {
     }
 
     /// The FIM markers llama.cpp would find: the ids the metadata declares, else tokens whose
-    /// text is a known marker; then the prompt format ghostline builds for them.
-    pub fn prompt_format(&self) -> PromptFormat {
+    /// text is a known marker; then their FIM format.
+    pub fn fim_format(&self) -> FimFormat {
         let text = |id: Token| self.tokens.get(id as usize).map(String::as_str);
         let find = |keys: &[&str], texts: &[&'static str]| -> Option<(Token, &str)> {
             for k in keys {
@@ -244,7 +244,7 @@ impl Gguf {
             &["fim_mid_token_id", "middle_token_id"],
             &["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "[MIDDLE]"],
         );
-        prompt::detect(pre, suf, mid)
+        fim::detect(pre, suf, mid)
     }
 }
 
@@ -445,7 +445,7 @@ mod tests {
         let s = g.shape().unwrap();
         assert_eq!((s.n_layer, s.head_dim_k, s.head_dim_v, s.n_ctx_train, s.n_vocab), (28, 128, 128, 32768, 4));
         assert_eq!(s.n_head_kv, vec![2; 28]);
-        assert_eq!(g.prompt_format().to_string(), "FIM Qwen (PSM)");
+        assert_eq!(g.fim_format().to_string(), "FIM Qwen (PSM)");
     }
 
     #[test]

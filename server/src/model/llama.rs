@@ -17,14 +17,12 @@ use llama_cpp_2::token::LlamaToken;
 use tokio::sync::watch;
 
 use super::cache::Lru;
-
-/// Lines whose token counts are remembered, at most (then the memo starts again).
-const LINE_COUNTS: usize = 50_000;
-use super::{check_model_file, CacheHit, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Sampling, Timings};
+use super::fim::{self, FimFormat, Token};
+use super::{check_model_file, GenerateError, Job, ModelInfo, ModelStatus, Sampling, Timings};
 use crate::config::ModelConfig;
-use crate::prompt::{self, PromptFormat, Token};
 
 mod chat;
+mod complete;
 mod states;
 
 use states::{common_prefix, Saved, SavedStates};
@@ -255,7 +253,7 @@ fn fail(message: String, status: &watch::Sender<ModelStatus>, jobs: mpsc::Receiv
 struct Worker<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
-    format: PromptFormat,
+    format: FimFormat,
     bos: Option<Token>,
     /// Tokens beyond the vocabulary's end-of-generation set that end a FIM completion.
     extra_stops: Vec<Token>,
@@ -268,14 +266,8 @@ struct Worker<'m> {
     aligned_upto: usize,
     /// Earlier prompts' KV states, for coming back to them.
     saved: SavedStates,
-    /// Generated text by prompt (tokens, stop rule and token cap hashed together).
+    /// Generated text by prompt (tokens, stop key and token cap hashed together).
     suggestions: Lru<u64, (String, usize)>,
-    /// Token counts of single lines (by hash), for fitting the context to the budget: between
-    /// two keystrokes only the cursor's line changes, so each request tokenizes one short line
-    /// here instead of the whole context several times over.
-    line_counts: std::cell::RefCell<std::collections::HashMap<u64, usize>>,
-    /// The last outline and its tokens: the outline seldom changes between keystrokes.
-    outline_tokens: (String, Vec<Token>),
     batch: LlamaBatch<'static>,
     n_batch: usize,
     /// `model.prefillChunk` (at most `n_batch`): prompt positions are decoded in batches of
@@ -317,10 +309,10 @@ impl<'m> Worker<'m> {
             Some((t.0, text))
         };
         let (pre, suf, mid) = (marker(vocab.fim_pre()), marker(vocab.fim_suf()), marker(vocab.fim_mid()));
-        fn as_ref(m: &Option<(Token, String)>) -> prompt::Marker<'_> {
+        fn as_ref(m: &Option<(Token, String)>) -> fim::Marker<'_> {
             m.as_ref().map(|(t, s)| (*t, s.as_str()))
         }
-        let format = prompt::detect(as_ref(&pre), as_ref(&suf), as_ref(&mid));
+        let format = fim::detect(as_ref(&pre), as_ref(&suf), as_ref(&mid));
         let extra_stops = [vocab.fim_pad(), vocab.fim_rep(), vocab.fim_sep()]
             .into_iter()
             .filter(|t| t.0 >= 0)
@@ -338,8 +330,6 @@ impl<'m> Worker<'m> {
             aligned_upto: 0,
             saved: SavedStates::new(saved_bytes),
             suggestions: Lru::new(SUGGESTION_CACHE),
-            line_counts: Default::default(),
-            outline_tokens: Default::default(),
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
             align: (config.prefill_chunk.min(n_batch)) as usize,
@@ -366,82 +356,6 @@ impl<'m> Worker<'m> {
 
     fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
         self.model.vocab().tokenize(text.as_bytes(), false, false)
-    }
-
-    /// Tokens of `text` for the budget: the sum of its lines' counts, each line tokenized once
-    /// and remembered. Tokenizing lines apart never merges across a line break, so the sum is at
-    /// least the whole text's count in practice; `PromptFormat::assemble` trims any excess.
-    fn count_tokens(&self, text: &str) -> usize {
-        use std::hash::{BuildHasher, BuildHasherDefault};
-        type Hasher = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
-        let mut counts = self.line_counts.borrow_mut();
-        if counts.len() > LINE_COUNTS {
-            counts.clear();
-        }
-        text.split_inclusive('\n')
-            .map(|line| *counts.entry(Hasher::default().hash_one(line)).or_insert_with(|| self.tokenize(line).len()))
-            .sum()
-    }
-
-    /// The outline's tokens, tokenized again only when it changed.
-    fn outline_tokens(&mut self, outline: &str) -> Vec<Token> {
-        if self.outline_tokens.0 != outline {
-            let tokens = self.tokenize(outline).iter().map(|t| t.0).collect();
-            self.outline_tokens = (outline.to_owned(), tokens);
-        }
-        self.outline_tokens.1.clone()
-    }
-
-    fn generate(&mut self, request: &GenerateRequest) -> Result<Generation, GenerateError> {
-        let start = Instant::now();
-        let mut timings = Timings::default();
-        let n_ctx = self.ctx.n_ctx() as usize;
-        let max_tokens = (request.max_tokens as usize).min(n_ctx / 2);
-        // Room for the prompt, less BOS and up to three FIM markers.
-        let budget = (n_ctx - max_tokens - 1).min(request.max_prompt_tokens as usize).saturating_sub(4);
-        let mut context = request.context.clone();
-        if !self.format.uses_suffix() {
-            context.suffix.clear();
-        }
-        let count = |s: &str| self.count_tokens(s);
-        let parts = crate::context::fit(&context, budget, &count);
-        if crate::config::log_code() {
-            tracing::trace!(outline = ?parts.outline, prefix = ?parts.prefix, suffix = ?parts.suffix, "prompt parts");
-        }
-        // The outline is tokenized on its own so that its tokens (and their KV entries) stay
-        // identical while the prefix after it changes.
-        let mut prefix: Vec<Token> = self.outline_tokens(&parts.outline);
-        prefix.extend(self.tokenize(&parts.prefix).iter().map(|t| t.0));
-        let suffix: Vec<Token> = self.tokenize(&parts.suffix).iter().map(|t| t.0).collect();
-        let prompt: Vec<LlamaToken> =
-            self.format.assemble(self.bos, &prefix, &suffix, budget + 4).into_iter().map(LlamaToken).collect();
-        if prompt.is_empty() {
-            return Ok(Generation { text: String::new(), timings });
-        }
-        timings.prompt_tokens = prompt.len();
-        timings.prompt = prompt.iter().map(|t| t.0).collect();
-        timings.build_ms = start.elapsed().as_secs_f64() * 1e3;
-        let key = {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            prompt.iter().for_each(|t| t.0.hash(&mut h));
-            format!("{:?}", request.stop).hash(&mut h);
-            max_tokens.hash(&mut h);
-            h.finish()
-        };
-        if let Some((text, generated)) = self.suggestions.get(&key) {
-            timings.cache = Some(CacheHit::Prompt);
-            timings.generated_tokens = generated;
-            timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
-            timings.ttft_ms = timings.total_ms;
-            return Ok(Generation { text, timings });
-        }
-
-        let stop = |text: &str| request.stop.check(text);
-        let run = Run { cancel: &request.cancel, max_tokens, stop: &stop, fim_stops: true, aligned: true };
-        let text = self.prefill_and_decode(&prompt, &run, start, &mut timings)?;
-        self.suggestions.put(key, (text.clone(), timings.generated_tokens));
-        Ok(Generation { text, timings })
     }
 
     /// The shared generation loop of completions and chats: brings the KV cache to `prompt`

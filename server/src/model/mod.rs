@@ -4,15 +4,23 @@
 //! llama.cpp's context is not `Send`-friendly and its KV cache is state worth keeping, so
 //! everything that touches it lives on that thread ([`llama`]). A dropped future cannot stop a
 //! blocking decode; a [`CancelFlag`] checked between prefill chunks and tokens does.
+//!
+//! The model thread knows no prompt layout: a completion reaches it as a [`GenerateRequest`]
+//! whose prompt is made, when the thread takes the job, by a function of the caller's
+//! (`crate::prompt`) from the model's tokenizer ([`Tokenize`]) and vocabulary facts
+//! ([`VocabFacts`]); it returns token ids and a stop predicate ([`Prompt`]). This module imports
+//! none of `context`, `prompt` and `postprocess` (a test below checks it).
 
 pub mod backend;
 mod cache;
 pub mod discover;
+pub mod fim;
 pub mod gguf;
 mod llama;
 pub mod memory;
 mod residency;
 
+pub use fim::{FimFormat, Token};
 pub use residency::Residency;
 
 use std::fmt;
@@ -26,8 +34,6 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, watch};
 
 use crate::config::{CompletionConfig, ModelConfig};
-use crate::context::ContextParts;
-use crate::postprocess::StopRule;
 
 /// Why a request got no answer when the model thread died under it.
 pub const THREAD_STOPPED: &str = "the model thread has stopped";
@@ -109,16 +115,60 @@ pub struct ModelInfo {
     pub discovered: Option<String>,
 }
 
+/// Tokenization as a prompt builder needs it: implemented by the loaded model's vocabulary on
+/// the model thread, and by small tokenizers in unit tests.
+pub trait Tokenize {
+    /// The tokens of `text`: no BOS added, special-token text read as plain text.
+    fn tokenize(&self, text: &str) -> Vec<Token>;
+    /// The text of one token (lossy UTF-8), for logs and tests.
+    fn token_text(&self, token: Token) -> String;
+}
+
+/// What a prompt builder needs to know of the loaded model besides its tokenizer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VocabFacts {
+    pub fim: FimFormat,
+    /// The token every prompt starts with, if the vocabulary wants one.
+    pub bos: Option<Token>,
+    /// Tokens in the context: prompt and generated text together.
+    pub n_ctx: usize,
+}
+
+/// A completion's prompt as the model thread runs it.
+pub struct Prompt {
+    /// Token ids, BOS included; empty: nothing to generate.
+    pub tokens: Vec<Token>,
+    /// Called with the generated text after each token: `Some(len)` once it is complete (keep
+    /// `text[..len]`), `None` to go on.
+    pub stop: Box<dyn Fn(&str) -> Option<usize> + Send>,
+    /// Identifies `stop` for the suggestion cache: two prompts with the same tokens, stop key
+    /// and `max_tokens` get the same text.
+    pub stop_key: u64,
+    /// Tokens to generate at most (fitted to the context by the builder).
+    pub max_tokens: usize,
+}
+
+impl fmt::Debug for Prompt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prompt").field("tokens", &self.tokens.len()).field("stop_key", &self.stop_key).field("max_tokens", &self.max_tokens).finish()
+    }
+}
+
+/// Makes a completion's [`Prompt`] on the model thread, when it takes the job, from the loaded
+/// model's tokenizer and facts (so a job queued while the model loads, or after `keepAlive`
+/// unloaded it, needs no second trip). Its time counts as `Timings::build_ms`.
+pub type BuildPrompt = Box<dyn Fn(&dyn Tokenize, &VocabFacts) -> Prompt + Send>;
+
 /// One completion for the model thread to generate.
-#[derive(Debug)]
 pub struct GenerateRequest {
-    /// The context before the token budget; the model thread fits it with its tokenizer.
-    pub context: ContextParts,
-    /// Prompt tokens at most (also bounded by the context size less `max_tokens`).
-    pub max_prompt_tokens: u32,
-    pub stop: StopRule,
-    pub max_tokens: u32,
+    pub prompt: BuildPrompt,
     pub cancel: CancelFlag,
+}
+
+impl fmt::Debug for GenerateRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GenerateRequest").finish_non_exhaustive()
+    }
 }
 
 /// Timings and counts of one generation (see shared/PERF.md for what each ruler means). Sent in
@@ -136,8 +186,9 @@ pub struct Timings {
     pub prefill_tokens: usize,
     /// Request start on the model thread to the first generated token.
     pub ttft_ms: f64,
-    /// The part of `ttft_ms` spent building the prompt (fitting the context to the budget with
-    /// the tokenizer, tokenizing, assembling) before any decode.
+    /// The part of `ttft_ms` spent building the prompt on the model thread (the prompt plan:
+    /// fitting the context to the budget with the tokenizer, tokenizing, laying tokens out)
+    /// before any decode.
     pub build_ms: f64,
     /// Filled by the engine, outside the model thread: building the context (scope, outline,
     /// stop rule) before the request went to the model thread, and post-processing after.
@@ -154,7 +205,7 @@ pub struct Timings {
     /// The prompt's token ids, for `ghostline bench` (`ghostline/lastTimings`), which replays
     /// the same prompt against a peer server. Not part of the serialized timings.
     #[serde(skip)]
-    pub prompt: Vec<crate::prompt::Token>,
+    pub prompt: Vec<Token>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -401,6 +452,38 @@ pub fn check_model_file(path: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The model thread knows no prompt layout: no file under `src/model/` names `context`,
+    /// `prompt` or `postprocess` in a `crate::` path (comments aside).
+    #[test]
+    fn the_model_imports_no_prompt_layout() {
+        fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    files(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let mut all = Vec::new();
+        files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/model"), &mut all);
+        assert!(all.len() > 5, "{all:?}");
+        let mut found = Vec::new();
+        for path in &all {
+            let code: String = std::fs::read_to_string(path).unwrap().lines().map(|l| l.split("//").next().unwrap_or("").to_owned() + "\n").collect();
+            for (at, _) in code.match_indices("crate::") {
+                let rest = &code[at + "crate::".len()..];
+                let end = rest.find(|c: char| !(c.is_alphanumeric() || "_:{}, \n".contains(c))).unwrap_or(rest.len());
+                let named = rest[..end].split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| ["context", "prompt", "postprocess"].contains(&w));
+                if named {
+                    found.push(format!("{}: crate::{}", path.display(), rest[..end].trim()));
+                }
+            }
+        }
+        assert!(found.is_empty(), "model/ must not import the prompt layout's modules: {found:#?}");
+    }
 
     #[test]
     fn model_file_errors_name_the_path_and_the_problem() {

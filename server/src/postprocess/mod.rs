@@ -1,14 +1,16 @@
 //! Post-processing: when a streaming suggestion is complete, and how it is cleaned up.
 //!
 //! Pure text rules, no model and no LSP. The model thread calls [`StopRule::check`] after each
-//! token to stop generating as early as possible; [`StopRule::finish`] then trims the result,
+//! token (as the prompt plan's stop predicate) to stop generating as early as possible; [`StopRule::finish`] then trims the result,
 //! and [`syntax::keep_if_parse_not_worse`] checks it against the file's syntax tree.
 
 pub mod closers;
 pub mod syntax;
 
+use crate::text::indent_width;
+
 /// How much text a suggestion may span, decided from the cursor's surroundings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// The cursor is inside a line that has code after it: complete to the end of this line.
     SingleLine,
@@ -20,8 +22,9 @@ pub enum Mode {
     Unbounded,
 }
 
-/// Where a suggestion must end, for one cursor position.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a suggestion must end, for one cursor position. Hashed for the model's suggestion
+/// cache (`crate::prompt::PromptPlan::into_prompt`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StopRule {
     pub mode: Mode,
     /// Code after the cursor on its line (used to drop text the line already has).
@@ -31,7 +34,7 @@ pub struct StopRule {
     /// The next non-blank line below the cursor, trimmed (a suggestion stops before repeating it).
     next_line: Option<String>,
     /// Text the generation must start with and that is not part of the suggestion: the line
-    /// break and indentation left out of the prompt (see `Engine::request`).
+    /// break and indentation left out of the prompt (see `Engine::draft`).
     lead: String,
     /// Blocks end with a closing brace: a suggestion stops before closing more than it opened.
     braces: bool,
@@ -166,33 +169,6 @@ fn unbalanced_close(text: &str) -> Option<usize> {
     None
 }
 
-/// The line ending a text uses: `"\r\n"` when its first line break is one, else `"\n"`.
-pub fn line_ending(text: &str) -> &'static str {
-    match text.find('\n') {
-        Some(i) if text[..i].ends_with('\r') => "\r\n",
-        _ => "\n",
-    }
-}
-
-/// `text` with every line break written as `eol` (inserted text follows its document's line
-/// ending: a model, or ghostline's own templates, write `\n`).
-pub fn with_line_ending(text: &str, eol: &str) -> String {
-    let unix = text.replace("\r\n", "\n");
-    if eol == "\n" {
-        unix
-    } else {
-        unix.replace('\n', eol)
-    }
-}
-
-/// Columns of leading whitespace (a tab counts as 4).
-pub fn indent_width(line: &str) -> usize {
-    line.chars()
-        .take_while(|c| *c == ' ' || *c == '\t')
-        .map(|c| if c == '\t' { 4 } else { 1 })
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,15 +248,6 @@ mod tests {
         let r = rule("if a:\r\n\t|\r\n");
         assert_eq!(r.mode, Mode::MultiLine { indent: 4 });
         assert_eq!(r.finish("b = 1\r\n\tc = 2\r\nd"), "b = 1\r\n\tc = 2");
-    }
-
-    #[test]
-    fn line_endings_follow_the_document() {
-        assert_eq!(line_ending("a\r\nb\n"), "\r\n");
-        assert_eq!(line_ending("a\nb\r\n"), "\n");
-        assert_eq!(line_ending("one line"), "\n");
-        assert_eq!(with_line_ending("x\n    y\r\nz", "\r\n"), "x\r\n    y\r\nz");
-        assert_eq!(with_line_ending("x\r\ny\n", "\n"), "x\ny\n");
     }
 
     #[test]

@@ -1,192 +1,145 @@
-//! Prompt formats: fill-in-the-middle detection from the model's vocabulary, and assembly of
-//! prompt tokens in the order the model family was trained on.
+//! The prompt plan: a completion's context, fitted to the token budget and laid out in tokens
+//! for the model's FIM family, with the rule that says where the answer ends, made in one place
+//! and handed to the model thread as token ids and a stop predicate.
 //!
-//! Works on plain token ids (`i32`) so it is tested without any model.
+//! [`Draft`] is what the engine decides from the text and cursor (context parts, stop rule,
+//! limits); [`PromptPlan::build`] turns it into tokens with the model's tokenizer, through the
+//! [`Tokenize`] trait, so the layout is tested here with a small tokenizer and no model.
+//! [`budget`] holds the budget rule (all of it), [`layout`] the order of tokens per family.
 
-use std::fmt;
+pub mod budget;
+pub mod layout;
 
-/// A token id as llama.cpp numbers it.
-pub type Token = i32;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
-/// Model families whose FIM markers we recognise by their text in the vocabulary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FimFamily {
-    /// `<|fim_prefix|>` … : Qwen2.5-Coder, CodeGemma.
-    Qwen,
-    /// `<fim_prefix>` … : StarCoder, StarCoder2, SantaCoder.
-    StarCoder,
-    /// `<PRE>` `<SUF>` `<MID>`: CodeLlama.
-    CodeLlama,
-    /// `<｜fim▁begin｜>` `<｜fim▁hole｜>` `<｜fim▁end｜>`: DeepSeek-Coder.
-    DeepSeek,
-    /// `[PREFIX]` `[SUFFIX]`: Codestral, trained suffix first.
-    Codestral,
-    /// FIM ids declared in the GGUF with marker texts we do not know: prefix–suffix–middle.
-    Generic,
-}
+pub use budget::PromptParts;
+pub use layout::Section;
 
-/// Where the suffix goes relative to the prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FimOrder {
-    /// `PRE prefix SUF suffix MID`: the suffix is re-decoded when the prefix changes.
-    PrefixSuffixMiddle,
-    /// `SUF suffix PRE prefix [MID]`: the suffix stays cached while the user types.
-    SuffixPrefixMiddle,
-}
+use crate::context::ContextParts;
+use crate::model::{CancelFlag, GenerateRequest, Prompt, Token, Tokenize, VocabFacts};
+use crate::postprocess::StopRule;
 
-/// How prompts are built for one model.
+type Hasher = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
+/// Lines whose token counts are remembered, at most (then the memo starts again).
+const LINE_COUNTS: usize = 50_000;
+
+/// A completion before tokens: the text around the cursor, where the answer must end, and the
+/// configured limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PromptFormat {
-    /// No FIM tokens: the prompt is the text before the cursor.
-    PrefixOnly,
-    Fim { family: FimFamily, order: FimOrder, pre: Token, suf: Token, mid: Option<Token> },
+pub struct Draft {
+    pub context: ContextParts,
+    pub stop: StopRule,
+    /// `completion.maxPromptTokens` (the context size bounds it too).
+    pub max_prompt_tokens: u32,
+    /// `completion.maxTokens` (at most half the context).
+    pub max_tokens: u32,
 }
 
-impl fmt::Display for PromptFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PromptFormat::PrefixOnly => f.write_str("prefix-only (no FIM tokens)"),
-            PromptFormat::Fim { family, order, .. } => {
-                let order = match order {
-                    FimOrder::PrefixSuffixMiddle => "PSM",
-                    FimOrder::SuffixPrefixMiddle => "SPM",
-                };
-                write!(f, "FIM {family:?} ({order})")
-            }
+impl Draft {
+    /// The model thread's job for this draft: the plan is built when the thread takes the job,
+    /// with its tokenizer, and only its tokens and stop predicate reach the decoder.
+    pub fn into_request(self, memo: Arc<TokenMemo>, cancel: CancelFlag) -> GenerateRequest {
+        GenerateRequest { prompt: Box::new(move |tokenizer: &dyn Tokenize, model: &VocabFacts| PromptPlan::build(&self, tokenizer, model, &memo).into_prompt()), cancel }
+    }
+}
+
+/// A completion's prompt, made once: tokens with their sections, the text they hold, where the
+/// answer ends and how long it may be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptPlan {
+    pub tokens: Vec<Token>,
+    /// What each run of `tokens` is, in order.
+    pub sections: Vec<(Section, Range<usize>)>,
+    /// The text after the budget's line cut (before the last cut in tokens).
+    pub text: PromptParts,
+    pub stop: StopRule,
+    pub max_tokens: usize,
+}
+
+impl PromptPlan {
+    /// Context → budget → layout: fits `draft`'s parts to the limits of the model's context
+    /// (counting tokens line by line, remembered in `memo`), tokenizes them (the outline apart,
+    /// so its tokens and their KV entries stay the same while the prefix after it changes), and
+    /// lays them out for the model's FIM format.
+    pub fn build(draft: &Draft, tokenizer: &dyn Tokenize, model: &VocabFacts, memo: &TokenMemo) -> PromptPlan {
+        let limits = budget::limits(model.n_ctx, draft.max_prompt_tokens as usize, draft.max_tokens as usize);
+        let mut context = draft.context.clone();
+        if !model.fim.uses_suffix() {
+            context.suffix.clear();
         }
-    }
-}
-
-/// A FIM marker: its id and its text in the vocabulary.
-pub type Marker<'a> = Option<(Token, &'a str)>;
-
-/// Detects the prompt format from the FIM markers llama.cpp reports for the vocabulary
-/// (`llama_vocab_fim_pre/suf/mid`; absent ones are `None`).
-pub fn detect(pre: Marker<'_>, suf: Marker<'_>, mid: Marker<'_>) -> PromptFormat {
-    let (Some((pre, pre_text)), Some((suf, _))) = (pre, suf) else {
-        return PromptFormat::PrefixOnly;
-    };
-    let text = pre_text.trim_start_matches('▁').trim();
-    let family = match text {
-        "<|fim_prefix|>" => FimFamily::Qwen,
-        "<fim_prefix>" | "<fim-prefix>" => FimFamily::StarCoder,
-        "<PRE>" => FimFamily::CodeLlama,
-        "<｜fim▁begin｜>" | "<|fim▁begin|>" => FimFamily::DeepSeek,
-        "[PREFIX]" => FimFamily::Codestral,
-        _ => FimFamily::Generic,
-    };
-    let mid = mid.map(|(id, _)| id);
-    if family != FimFamily::Codestral && mid.is_none() {
-        // Prefix–suffix order needs a middle marker to say where generation starts.
-        return PromptFormat::PrefixOnly;
-    }
-    let order = if family == FimFamily::Codestral {
-        FimOrder::SuffixPrefixMiddle
-    } else {
-        FimOrder::PrefixSuffixMiddle
-    };
-    PromptFormat::Fim { family, order, pre, suf, mid }
-}
-
-impl PromptFormat {
-    /// Assembles prompt tokens from the tokenized prefix and suffix, keeping at most `budget`
-    /// tokens: the prefix loses its oldest tokens first, the suffix its last ones, and the
-    /// suffix never takes more than a quarter of the budget.
-    pub fn assemble(&self, bos: Option<Token>, prefix: &[Token], suffix: &[Token], budget: usize) -> Vec<Token> {
-        let mut out = Vec::with_capacity(budget.min(prefix.len() + suffix.len() + 4));
-        out.extend(bos);
-        match *self {
-            PromptFormat::PrefixOnly => {
-                let room = budget.saturating_sub(out.len());
-                out.extend_from_slice(&prefix[prefix.len().saturating_sub(room)..]);
-            }
-            PromptFormat::Fim { order, pre, suf, mid, .. } => {
-                let markers = 2 + usize::from(mid.is_some());
-                let room = budget.saturating_sub(out.len() + markers);
-                let suffix = &suffix[..suffix.len().min(room / 4).min(suffix.len())];
-                let room = room - suffix.len();
-                let prefix = &prefix[prefix.len().saturating_sub(room)..];
-                match order {
-                    FimOrder::PrefixSuffixMiddle => {
-                        out.push(pre);
-                        out.extend_from_slice(prefix);
-                        out.push(suf);
-                        out.extend_from_slice(suffix);
-                    }
-                    FimOrder::SuffixPrefixMiddle => {
-                        out.push(suf);
-                        out.extend_from_slice(suffix);
-                        out.push(pre);
-                        out.extend_from_slice(prefix);
-                    }
-                }
-                out.extend(mid);
-            }
+        let mut memo = memo.0.lock().unwrap_or_else(|e| e.into_inner());
+        let text = {
+            let memo = RefCell::new(&mut *memo);
+            budget::fit(&context, limits.text, &|s: &str| memo.borrow_mut().count(tokenizer, s))
+        };
+        if crate::config::log_code() {
+            tracing::trace!(outline = ?text.outline, prefix = ?text.prefix, suffix = ?text.suffix, "prompt parts");
         }
-        out
+        let mut before = memo.outline(tokenizer, &text.outline);
+        let outline = before.len();
+        before.extend(tokenizer.tokenize(&text.prefix));
+        let suffix = tokenizer.tokenize(&text.suffix);
+        let room = limits.prompt.saturating_sub(layout::overhead(&model.fim, model.bos));
+        let (kept, suffix) = budget::cut(&before, &suffix, room);
+        let outline = outline.saturating_sub(before.len() - kept.len());
+        let layout = layout::lay_out(&model.fim, model.bos, kept, outline, suffix);
+        PromptPlan { tokens: layout.tokens, sections: layout.sections, text, stop: draft.stop.clone(), max_tokens: limits.max_tokens }
     }
 
-    /// Whether the suffix is part of the prompt at all.
-    pub fn uses_suffix(&self) -> bool {
-        matches!(self, PromptFormat::Fim { .. })
+    /// The tokens of one kind, in order (several runs for markers).
+    pub fn section(&self, which: Section) -> Vec<Token> {
+        self.sections.iter().filter(|(s, _)| *s == which).flat_map(|(_, r)| self.tokens[r.clone()].iter().copied()).collect()
+    }
+
+    /// What the model thread runs: the tokens, and the stop rule as a predicate with a key that
+    /// identifies it for the suggestion cache.
+    pub fn into_prompt(self) -> Prompt {
+        let stop_key = Hasher::default().hash_one(&self.stop);
+        let stop = self.stop;
+        Prompt { tokens: self.tokens, stop: Box::new(move |text| stop.check(text)), stop_key, max_tokens: self.max_tokens }
+    }
+}
+
+/// Token counts the budget fit remembers between requests, for one model's tokenizer.
+#[derive(Debug, Default)]
+pub struct TokenMemo(Mutex<Memo>);
+
+#[derive(Debug, Default)]
+struct Memo {
+    /// Token counts of single lines (by hash): between two keystrokes only the cursor's line
+    /// changes, so each request tokenizes one short line instead of the whole context several
+    /// times over.
+    lines: HashMap<u64, usize>,
+    /// The last outline and its tokens: the outline seldom changes between keystrokes.
+    outline: (String, Vec<Token>),
+}
+
+impl Memo {
+    /// Tokens of `text` for the budget: the sum of its lines' counts, each line tokenized once
+    /// and remembered. Tokenizing lines apart never merges across a line break, so the sum is at
+    /// least the whole text's count in practice; [`budget::cut`] trims any excess.
+    fn count(&mut self, tokenizer: &dyn Tokenize, text: &str) -> usize {
+        if self.lines.len() > LINE_COUNTS {
+            self.lines.clear();
+        }
+        text.split_inclusive('\n')
+            .map(|line| *self.lines.entry(Hasher::default().hash_one(line)).or_insert_with(|| tokenizer.tokenize(line).len()))
+            .sum()
+    }
+
+    /// The outline's tokens, tokenized again only when it changed.
+    fn outline(&mut self, tokenizer: &dyn Tokenize, outline: &str) -> Vec<Token> {
+        if self.outline.0 != outline {
+            self.outline = (outline.to_owned(), tokenizer.tokenize(outline));
+        }
+        self.outline.1.clone()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fim(pre: &str, suf: &str, mid: &str) -> PromptFormat {
-        detect(Some((10, pre)), Some((11, suf)), Some((12, mid)))
-    }
-
-    #[test]
-    fn detects_families_by_marker_text() {
-        let family = |f: PromptFormat| match f {
-            PromptFormat::Fim { family, .. } => Some(family),
-            PromptFormat::PrefixOnly => None,
-        };
-        assert_eq!(family(fim("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")), Some(FimFamily::Qwen));
-        assert_eq!(family(fim("<fim_prefix>", "<fim_suffix>", "<fim_middle>")), Some(FimFamily::StarCoder));
-        assert_eq!(family(fim("▁<PRE>", "▁<SUF>", "▁<MID>")), Some(FimFamily::CodeLlama));
-        assert_eq!(family(fim("<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>")), Some(FimFamily::DeepSeek));
-        assert_eq!(family(fim("<repo_name>", "<reponame>", "<filename>")), Some(FimFamily::Generic));
-        let codestral = detect(Some((10, "[PREFIX]")), Some((11, "[SUFFIX]")), None);
-        assert_eq!(
-            codestral,
-            PromptFormat::Fim { family: FimFamily::Codestral, order: FimOrder::SuffixPrefixMiddle, pre: 10, suf: 11, mid: None }
-        );
-    }
-
-    #[test]
-    fn no_markers_means_prefix_only() {
-        assert_eq!(detect(None, None, None), PromptFormat::PrefixOnly);
-        assert_eq!(detect(Some((1, "<fim_prefix>")), None, None), PromptFormat::PrefixOnly);
-        assert_eq!(detect(Some((1, "<fim_prefix>")), Some((2, "<fim_suffix>")), None), PromptFormat::PrefixOnly);
-    }
-
-    #[test]
-    fn psm_and_spm_layouts() {
-        let psm = fim("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>");
-        assert_eq!(psm.assemble(Some(1), &[100, 101], &[200], 64), vec![1, 10, 100, 101, 11, 200, 12]);
-        let spm = detect(Some((10, "[PREFIX]")), Some((11, "[SUFFIX]")), None);
-        assert_eq!(spm.assemble(Some(1), &[100, 101], &[200], 64), vec![1, 11, 200, 10, 100, 101]);
-        assert_eq!(PromptFormat::PrefixOnly.assemble(None, &[100, 101], &[200], 64), vec![100, 101]);
-    }
-
-    #[test]
-    fn budget_trims_old_prefix_and_far_suffix() {
-        let prefix: Vec<Token> = (100..200).collect();
-        let suffix: Vec<Token> = (300..400).collect();
-        let psm = fim("<fim_prefix>", "<fim_suffix>", "<fim_middle>");
-        let out = psm.assemble(None, &prefix, &suffix, 43);
-        assert_eq!(out.len(), 43);
-        // 40 tokens of room: 10 for the suffix (its first ones), 30 for the prefix (its last ones)
-        assert_eq!(&out[..3], &[10, 170, 171]);
-        assert_eq!(out[31], 11);
-        assert_eq!(&out[32..34], &[300, 301]);
-        assert_eq!(*out.last().unwrap(), 12);
-        let out = PromptFormat::PrefixOnly.assemble(Some(1), &prefix, &[], 11);
-        assert_eq!(out, [1, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199]);
-    }
-}
+mod tests;

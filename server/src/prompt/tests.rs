@@ -1,0 +1,149 @@
+//! The plan with a unit-test tokenizer (one token per byte): layout, budget and stop rule
+//! together, without a model. `tests/model_cache.rs` runs plans with the real tokenizer.
+
+use std::cell::Cell;
+
+use super::*;
+use crate::context::{OutlineItem, Strategy};
+use crate::model::fim::detect;
+use crate::model::FimFormat;
+
+/// One token per byte (ids from 1000, clear of the markers'), counting its calls.
+#[derive(Default)]
+struct Bytes {
+    calls: Cell<usize>,
+}
+
+impl Tokenize for Bytes {
+    fn tokenize(&self, text: &str) -> Vec<Token> {
+        self.calls.set(self.calls.get() + 1);
+        text.bytes().map(|b| 1000 + Token::from(b)).collect()
+    }
+    fn token_text(&self, token: Token) -> String {
+        char::from((token - 1000) as u8).to_string()
+    }
+}
+
+fn text_of(t: &Bytes, tokens: &[Token]) -> String {
+    tokens.iter().map(|&id| t.token_text(id)).collect()
+}
+
+fn qwen(n_ctx: usize) -> VocabFacts {
+    let fim = detect(Some((10, "<|fim_prefix|>")), Some((11, "<|fim_suffix|>")), Some((12, "<|fim_middle|>")));
+    VocabFacts { fim, bos: Some(1), n_ctx }
+}
+
+fn draft(max_prompt_tokens: u32) -> Draft {
+    let item = |text: &str, start| OutlineItem { text: text.into(), start, order: start, full: None, pinned: false };
+    Draft {
+        context: ContextParts {
+            strategy: Strategy::Scope,
+            outline: vec![item("import os", 0), item("def helper(): ...", 20)],
+            prefix_start: 40,
+            prefix: "def f(x):\n    y = x + 1\n    return ".into(),
+            suffix: "\n\ndef g():\n    pass\n".into(),
+        },
+        stop: StopRule::for_cursor("    return ", "\n\ndef g():\n    pass\n"),
+        max_prompt_tokens,
+        max_tokens: 64,
+    }
+}
+
+#[test]
+fn fim_layout_with_sections() {
+    let t = Bytes::default();
+    let plan = PromptPlan::build(&draft(1024), &t, &qwen(4096), &TokenMemo::default());
+    assert_eq!(plan.tokens[..2], [1, 10]);
+    assert_eq!(*plan.tokens.last().unwrap(), 12);
+    let kinds: Vec<Section> = plan.sections.iter().map(|(s, _)| *s).collect();
+    use Section::*;
+    assert_eq!(kinds, [Bos, Marker, Outline, Prefix, Marker, Suffix, Marker]);
+    assert_eq!(text_of(&t, &plan.section(Outline)), "import os\ndef helper(): ...\n");
+    assert_eq!(text_of(&t, &plan.section(Prefix)), "def f(x):\n    y = x + 1\n    return ");
+    assert_eq!(text_of(&t, &plan.section(Suffix)), "\n\ndef g():\n    pass\n");
+    assert_eq!(plan.max_tokens, 64);
+}
+
+#[test]
+fn prefix_only_leaves_the_suffix_out() {
+    let t = Bytes::default();
+    let facts = VocabFacts { fim: FimFormat::PrefixOnly, bos: None, n_ctx: 4096 };
+    let plan = PromptPlan::build(&draft(1024), &t, &facts, &TokenMemo::default());
+    assert_eq!(plan.text.suffix, "");
+    assert!(plan.section(Section::Suffix).is_empty() && plan.section(Section::Marker).is_empty());
+    assert_eq!(text_of(&t, &plan.tokens), "import os\ndef helper(): ...\ndef f(x):\n    y = x + 1\n    return ");
+}
+
+/// The budget, once: the answer fits after the prompt in the context, the suffix keeps its
+/// first tokens within its share, the prefix its last ones (the cursor's end), and a prompt
+/// over the room after the line cut is cut in tokens.
+#[test]
+fn a_small_context_cuts_the_far_ends() {
+    let t = Bytes::default();
+    for n_ctx in [100, 120, 160] {
+        let plan = PromptPlan::build(&draft(1024), &t, &qwen(n_ctx), &TokenMemo::default());
+        assert_eq!(plan.max_tokens, (n_ctx / 2).min(64));
+        assert!(plan.tokens.len() + plan.max_tokens < n_ctx, "{n_ctx}: {} + {}", plan.tokens.len(), plan.max_tokens);
+        let prefix = text_of(&t, &plan.section(Section::Prefix));
+        assert!(draft(0).context.prefix.ends_with(&prefix), "{n_ctx}: {prefix:?}");
+        assert_eq!(n_ctx == 100, prefix.len() < draft(0).context.prefix.len(), "{n_ctx}: {prefix:?}");
+        let suffix = text_of(&t, &plan.section(Section::Suffix));
+        assert!(suffix.len() <= budget::limits(n_ctx, 1024, 64).text * 15 / 100, "{n_ctx}: {suffix:?}");
+        assert!("\n\ndef g():\n    pass\n".starts_with(&suffix), "{n_ctx}: {suffix:?}");
+    }
+    // One long line before the cursor: the line cut keeps it whole, the token cut its end.
+    let mut long = draft(1024);
+    long.context.prefix = format!("x = [{}", "1, ".repeat(200));
+    let plan = PromptPlan::build(&long, &t, &qwen(256), &TokenMemo::default());
+    assert_eq!(plan.tokens.len(), 256 - 64 - 1); // the context less the answer and one token
+    assert!(text_of(&t, &plan.section(Section::Prefix)).ends_with("1, 1, "));
+}
+
+#[test]
+fn the_stop_predicate_is_the_stop_rule_and_its_key_tells_rules_apart() {
+    let t = Bytes::default();
+    let facts = qwen(4096);
+    let memo = TokenMemo::default();
+    let a = PromptPlan::build(&draft(1024), &t, &facts, &memo).into_prompt();
+    let b = PromptPlan::build(&draft(1024), &t, &facts, &memo).into_prompt();
+    let mut single = draft(1024);
+    single.stop = single.stop.single_line();
+    let c = PromptPlan::build(&single, &t, &facts, &memo).into_prompt();
+    assert_eq!(a.tokens, c.tokens);
+    assert_eq!(a.stop_key, b.stop_key);
+    assert_ne!(a.stop_key, c.stop_key);
+    let generated = "x + 1\n";
+    assert_eq!((a.stop)(generated), None);
+    assert_eq!((a.stop)(generated), draft(0).stop.check(generated));
+    assert_eq!((c.stop)(generated), Some(5));
+}
+
+/// Lines are tokenized once and remembered; the outline is tokenized again only when it
+/// changes; counts from the memo are the tokenizer's.
+#[test]
+fn the_memo_tokenizes_each_line_once() {
+    let t = Bytes::default();
+    let memo = TokenMemo::default();
+    let first = PromptPlan::build(&draft(1024), &t, &qwen(4096), &memo);
+    let calls = t.calls.get();
+    let mut typed = draft(1024);
+    typed.context.prefix.push('y');
+    let second = PromptPlan::build(&typed, &t, &qwen(4096), &memo);
+    // The cursor's changed line counted, the prefix and suffix tokenized: three calls.
+    assert_eq!(t.calls.get() - calls, 3);
+    assert_eq!(first.section(Section::Outline), second.section(Section::Outline));
+    let mut m = memo.0.lock().unwrap();
+    assert_eq!(m.count(&t, "a\nbc\n"), 5);
+}
+
+/// Through the trait object the model thread gets: the closure builds the same tokens.
+#[test]
+fn the_request_builds_the_plan_when_the_model_runs_it() {
+    let t = Bytes::default();
+    let facts = qwen(4096);
+    let want = PromptPlan::build(&draft(1024), &t, &facts, &TokenMemo::default());
+    let request = draft(1024).into_request(Arc::default(), CancelFlag::new());
+    let got = (request.prompt)(&t as &dyn Tokenize, &facts);
+    assert_eq!(got.tokens, want.tokens);
+    assert_eq!(got.max_tokens, want.max_tokens);
+}
