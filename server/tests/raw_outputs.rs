@@ -12,15 +12,14 @@ mod common;
 use common::*;
 use ghostline::config::Options;
 use ghostline::engine::{Engine, Input};
-use ghostline::model::{CancelFlag, ModelStatus, ModelHandle, Sampling};
+use ghostline::model::{ModelStatus, ModelHandle, Sampling};
 use ghostline::syntax::{self, Spec};
 use serde_json::Value;
 
 /// The model thread's raw text for a completion at `cursor` (before post-processing).
 fn generate(engine: &Engine, rt: &tokio::runtime::Runtime, spec: &'static Spec, text: &str, cursor: usize) -> String {
     let tree = spec.parse(text);
-    let request = engine.request(Input { text, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new());
-    rt.block_on(engine.model.generate(request)).unwrap().text
+    rt.block_on(engine.generate_raw(Input { text, cursor, syntax: Some((spec, &tree)) })).unwrap().text
 }
 
 #[test]
