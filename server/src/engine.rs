@@ -241,6 +241,12 @@ impl Engine {
 
     /// Generates for a draft made by [`Engine::draft`] (possibly adjusted, as `eval` does to
     /// compare context strategies) and post-processes the result.
+    /// What the model thread writes for `input`, before post-processing (the raw outputs the
+    /// post-processing tests store are checked against it).
+    pub async fn generate_raw(&self, input: Input<'_>) -> Result<crate::model::Generation, GenerateError> {
+        self.model.generate(self.draft(input).into_request(Arc::clone(&self.memo), CancelFlag::new())).await
+    }
+
     pub async fn run(&self, input: Input<'_>, draft: Draft, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
         let stop = draft.stop.clone();
         let strategy = draft.context.strategy;
