@@ -76,7 +76,14 @@ fn stored_raw_outputs_are_what_the_test_model_writes() {
         case["raw"] = Value::String(generated);
     }
     if update {
-        let lines: Vec<String> = cases.iter().map(|c| format!("  {}", serde_json::to_string(c).unwrap())).collect();
+        let field = |c: &Value, k: &str| serde_json::to_string(&c[k]).unwrap();
+        let lines: Vec<String> = cases
+            .iter()
+            .map(|c| {
+                let (l, t, r, s) = (field(c, "language"), field(c, "text"), field(c, "raw"), field(c, "suggestion"));
+                format!("  {{\"language\": {l}, \"text\": {t}, \"raw\": {r}, \"suggestion\": {s}}}")
+            })
+            .collect();
         std::fs::write(&guard_cases, format!("[\n{}\n]\n", lines.join(",\n"))).unwrap();
         eprintln!("updated {} stored outputs of {checked}", drifted.len());
         return;
