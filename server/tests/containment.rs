@@ -15,7 +15,8 @@ const URI: &str = "file:///project/shapes.py";
 fn server_with_faults(faults: &str) -> StdioClient {
     let mut client =
         StdioClient::spawn(&binary(), &["lsp"], &[("GHOSTLINE_MODEL", ""), ("GHOSTLINE_FAULTS", faults)], Stdio::inherit()).unwrap();
-    initialize(&mut client, json!({}), json!({"model": {"path": model()}}));
+    // The request below is mid-line: completion.maxRightChars must not skip it.
+    initialize(&mut client, json!({}), json!({"model": {"path": model()}, "completion": {"maxRightChars": 1000}}));
     wait_ready(&mut client);
     let (text, _, _) = fixture_with_cursor("e2e/shapes.py");
     open(&mut client, URI, &text);

@@ -111,6 +111,18 @@ pub struct Report {
     pub traces: Vec<TraceReport>,
 }
 
+/// `ghostline/lastTimings`: the last completion the server answered (`None` before any), read as
+/// the type the server sends.
+fn last_completion(client: &mut crate::stdio_client::StdioClient) -> Result<Option<crate::lsp::LastCompletion>, String> {
+    let answer = client.request("ghostline/lastTimings", serde_json::Value::Null, TIMEOUT)?;
+    serde_json::from_value(answer["result"].clone()).map_err(|e| format!("ghostline/lastTimings: {e}: {answer}"))
+}
+
+/// A typing cursor as `ghostline/lastTimings` states a position.
+fn position(c: crate::typing::Cursor) -> crate::lsp::LastPosition {
+    crate::lsp::LastPosition { line: c.line, character: c.character }
+}
+
 /// `--cold-sizes`: cold prompts by size, against llama-server when `--peer` says so.
 pub fn run_sizes(opts: &Options) -> Result<sizes::SizesReport, String> {
     let (model, threads) = model_and_threads(opts.model.clone(), opts.threads)?;

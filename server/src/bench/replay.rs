@@ -16,7 +16,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::peer::{Launch, LlamaServer};
 use super::system::peak_rss_kb;
@@ -179,18 +179,13 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
         let from = key_at.take().unwrap_or(started);
         let (key_ms, debounce_ms) = (ms(answered - from), ms(started - from));
         let suggestion = response["result"]["items"][0]["insertText"].as_str().unwrap_or("").to_owned();
-        let last = client.request("ghostline/lastTimings", Value::Null, TIMEOUT)?;
-        let last = &last["result"];
-        if let Ok(stats) = serde_json::from_value::<AheadCounts>(last["ahead"].clone()) {
-            ahead = stats; // counted since the server started: the last one holds the run's
+        let last = super::last_completion(&mut client)?;
+        if let Some(last) = &last {
+            ahead = last.ahead; // counted since the server started: the last one holds the run's
         }
-        let this_request = last["version"] == json!(doc.version) && last["position"] == doc.cursor().json();
-        let server: Option<Timings> = this_request.then(|| serde_json::from_value(last["timings"].clone()).ok()).flatten();
-        let prompt: Vec<i64> = if this_request {
-            last["prompt"].as_array().map(|a| a.iter().filter_map(Value::as_i64).collect()).unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let last = last.filter(|l| l.version == doc.version && l.position == super::position(doc.cursor()));
+        let server: Option<Timings> = last.as_ref().map(|l| l.timings.clone());
+        let prompt: Vec<i64> = last.map(|l| l.prompt.into_iter().map(i64::from).collect()).unwrap_or_default();
         let mut sample = Sample { run, request: samples.len(), keys, key_ms, debounce_ms, request_ms, suggestion, server, peer: None };
         // Only a generation is paired with one on the peer: a suggestion-cache hit is counted
         // apart (a client such as llama.vim keeps its own cache of shown suggestions).

@@ -14,12 +14,12 @@ use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::system::{load_average, machine, proc_status_kb};
 use super::trace::{load_trace, trace_paths, LoadedTrace};
 use super::{BATCH_SIZE, CONTEXT_SIZE, MAX_TOKENS, TIMEOUT};
-use crate::model::{CacheHit, Timings};
+use crate::model::CacheHit;
 use crate::stdio_client::StdioClient;
 use crate::typing::{self, TypedDoc};
 
@@ -260,10 +260,10 @@ impl Soak {
             }
             let empty = response["result"]["items"][0]["insertText"].as_str().is_none_or(|s| s.is_empty());
             self.answers.empty += usize::from(empty);
-            let last = client.request("ghostline/lastTimings", Value::Null, TIMEOUT)?;
-            let last = &last["result"];
-            let this_request = last["uri"] == json!(uri) && last["version"] == json!(doc.version) && last["position"] == doc.cursor().json();
-            let timings = this_request.then(|| serde_json::from_value::<Timings>(last["timings"].clone()).ok()).flatten();
+            let last = super::last_completion(client)?;
+            let timings = last
+                .filter(|l| l.uri == uri && l.version == doc.version && l.position == super::position(doc.cursor()))
+                .map(|l| l.timings);
             match timings.map(|t| t.cache) {
                 None => self.answers.unmatched += 1,
                 Some(None) => self.answers.model += 1,

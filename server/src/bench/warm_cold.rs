@@ -95,20 +95,19 @@ pub fn run(options: &Options) -> Result<Report, String> {
             return Err(format!("inline completion failed: {e}"));
         }
         let answer = response["result"]["items"][0]["insertText"].as_str().unwrap_or("").to_owned();
-        let last = client.request("ghostline/lastTimings", Value::Null, TIMEOUT)?;
-        let last = &last["result"];
-        if last["version"] != json!(doc.version) {
-            return Err(format!("ghostline/lastTimings answered for another request: {last}"));
-        }
-        warm_prefill_tokens += last["timings"]["prefill_tokens"].as_u64().unwrap_or(0);
-        warm_prompt_tokens += last["timings"]["prompt_tokens"].as_u64().unwrap_or(0);
+        let last = super::last_completion(&mut client)?.filter(|l| l.version == doc.version);
+        let Some(last) = last else {
+            return Err(format!("ghostline/lastTimings did not describe request {} (version {})", asked.len(), doc.version));
+        };
+        warm_prefill_tokens += last.timings.prefill_tokens as u64;
+        warm_prompt_tokens += last.timings.prompt_tokens as u64;
         let cursor = doc.cursor();
         asked.push(Asked {
             text: doc.text.clone(),
             line: cursor.line,
             character: cursor.character,
             answer,
-            generated_tokens: last["timings"]["generated_tokens"].as_u64().unwrap_or(0),
+            generated_tokens: last.timings.generated_tokens as u64,
         });
     }
     if let Err(e) = client.shutdown(Duration::from_secs(10)) {

@@ -2,10 +2,10 @@
 //! [`Backend::suggest`] (snapshot, the document's completion session, the engine, and the
 //! check that the document did not move on), then become ghost text or a completion item.
 
-use serde_json::json;
 use tower_lsp_server::gen_lsp_types::*;
 use tower_lsp_server::jsonrpc::{Error, Result};
 
+use super::state::{LastCompletion, LastPosition};
 use super::{encoding, Backend};
 use crate::engine::{Input, Suggestion};
 use crate::model::{CancelFlag, GenerateError};
@@ -94,11 +94,16 @@ impl Backend {
             let current = state.docs.get(uri).map(|d| d.version);
             if let Ok(s) = &result {
                 let shown = current == Some(snap.version) && !s.text.is_empty();
-                state.last_timings = Some(json!({
-                    "uri": uri, "version": snap.version, "position": params.position, "shown": shown,
-                    "text": s.text, "timings": s.timings, "prompt": s.timings.prompt,
-                    "ahead": engine.ahead_counts(),
-                }));
+                state.last_timings = Some(LastCompletion {
+                    uri: uri.0.as_str().to_owned(),
+                    version: snap.version,
+                    position: LastPosition { line: params.position.line, character: params.position.character },
+                    shown,
+                    text: s.text.clone(),
+                    timings: s.timings.clone(),
+                    prompt: s.timings.prompt.clone(),
+                    ahead: engine.ahead_counts(),
+                });
             }
             current
         };

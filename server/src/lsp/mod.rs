@@ -27,6 +27,7 @@ use crate::actions::service::{ActionService, CloudClients};
 use crate::config;
 use crate::engine::{Engine, OwnedInput};
 use document::Document;
+pub use state::{LastCompletion, LastPosition};
 use state::{ClientCaps, ClientInfo, State};
 
 /// Set once the client asked for `shutdown`: the process then exits with 0, else with 1 (the
@@ -121,7 +122,7 @@ impl Backend {
     /// (shown or not), with its prompt's token ids and what became of the generations made
     /// ahead so far; `null` before any. Used by `ghostline bench`; normal responses carry no
     /// timings.
-    async fn last_timings(&self) -> Result<Option<Value>> {
+    async fn last_timings(&self) -> Result<Option<LastCompletion>> {
         Ok(self.state().last_timings.clone())
     }
 }

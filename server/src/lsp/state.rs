@@ -27,6 +27,34 @@ use crate::engine::Engine;
 use crate::session::Session;
 pub use crate::uri::{path_to_uri, uri_to_path};
 
+
+/// `ghostline/lastTimings`' answer: the last completion the engine answered, as the server sends
+/// it and `ghostline bench`, its soak and `--warm-cold` read it back (one type, no JSON picked
+/// apart key by key).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LastCompletion {
+    pub uri: String,
+    pub version: i32,
+    /// The request's position, in the negotiated encoding.
+    pub position: LastPosition,
+    /// Whether the editor was given the suggestion (the document had not moved on, and it was
+    /// not empty).
+    pub shown: bool,
+    pub text: String,
+    pub timings: crate::model::Timings,
+    /// The prompt's token ids (the bench replays them against its peer).
+    pub prompt: Vec<crate::model::Token>,
+    /// Generating ahead since the model was started.
+    pub ahead: crate::engine::AheadCounts,
+}
+
+/// A line and a character, as LSP counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LastPosition {
+    pub line: u32,
+    pub character: u32,
+}
+
 /// What notifications change. See the module's ordering and locking rules.
 pub struct State {
     pub docs: HashMap<Uri, Document>,
@@ -44,7 +72,7 @@ pub struct State {
     /// When the model thread was restarted after dying, for the restart limit.
     pub restarts: Vec<Instant>,
     /// The last completion the engine answered, for `ghostline/lastTimings`.
-    pub last_timings: Option<Value>,
+    pub last_timings: Option<LastCompletion>,
 }
 
 impl Default for State {
