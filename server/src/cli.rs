@@ -281,13 +281,13 @@ pub fn main() -> ExitCode {
             match runtime.block_on(complete(&file, line, character, &config)) {
                 Ok(out) => {
                     if json {
-                        println!("{out}");
+                        println!("{}", serde_json::to_string(&out).expect("serializable report"));
                     } else {
-                        println!("{}", out["text"].as_str().unwrap_or_default());
+                        let t = &out.timings;
+                        println!("{}", out.text);
                         eprintln!(
                             "prompt {} tokens ({} reused), TTFT {:.1} ms, decode {:.1} tok/s, total {:.1} ms",
-                            out["prompt_tokens"], out["reused_tokens"], out["ttft_ms"].as_f64().unwrap_or(0.0),
-                            out["decode_tokens_per_s"].as_f64().unwrap_or(0.0), out["total_ms"].as_f64().unwrap_or(0.0)
+                            t.prompt_tokens, t.reused_tokens, t.ttft_ms, t.decode_tokens_per_s, t.total_ms
                         );
                     }
                     ExitCode::SUCCESS
@@ -427,7 +427,21 @@ fn init_tracing() {
     tracing_subscriber::registry().with(fmt.with_filter(no_code).with_filter(filter)).init();
 }
 
-async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Config) -> Result<serde_json::Value, String> {
+/// `ghostline complete --json`: the suggestion, the engine's timings (the same `Timings` as
+/// `ghostline/lastTimings`, flattened) and the model that made it.
+#[derive(serde::Serialize)]
+struct CompleteReport {
+    text: String,
+    #[serde(flatten)]
+    timings: crate::model::Timings,
+    strategy: String,
+    model: PathBuf,
+    format: String,
+    threads: u32,
+    n_ctx: u32,
+}
+
+async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Config) -> Result<CompleteReport, String> {
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", file.display()))?;
     let rope = ropey::Rope::from_str(&text);
@@ -449,20 +463,13 @@ async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Co
     let tree = spec.map(|s| s.parse(&text));
     let input = Input { text: &text, cursor, syntax: spec.zip(tree.as_ref()) };
     let s = engine.complete(input, CancelFlag::new()).await.map_err(|e| e.to_string())?;
-    let t = &s.timings;
-    Ok(json!({
-        "text": s.text,
-        "prompt_tokens": t.prompt_tokens,
-        "reused_tokens": t.reused_tokens,
-        "prefill_tokens": t.prefill_tokens,
-        "ttft_ms": t.ttft_ms,
-        "generated_tokens": t.generated_tokens,
-        "decode_tokens_per_s": t.decode_tokens_per_s,
-        "total_ms": t.total_ms,
-        "strategy": format!("{:?}", s.strategy).to_lowercase(),
-        "model": info.path,
-        "format": info.format,
-        "threads": info.threads,
-        "n_ctx": info.n_ctx,
-    }))
+    Ok(CompleteReport {
+        text: s.text,
+        timings: s.timings,
+        strategy: format!("{:?}", s.strategy).to_lowercase(),
+        model: info.path.clone(),
+        format: info.format.to_string(),
+        threads: info.threads,
+        n_ctx: info.n_ctx,
+    })
 }

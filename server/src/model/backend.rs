@@ -40,17 +40,18 @@ pub fn gpu_layers(configured: Option<u32>) -> u32 {
 }
 
 /// `model.prefillChunk` when not set: the aligned prefill's batch, chosen per backend from the
-/// measurement in the README's "Determinism" section. On a CPU a batch costs about its tokens,
-/// so small batches cost a cold prompt nothing and spare each keystroke re-decoding up to a
-/// chunk (4: 26 ms to the first token after a key instead of 104 ms with 32, 2 threads); on a
-/// GPU each batch costs a fixed launch time, so a few more tokens per batch keep cold prompts
-/// as fast (8: cold 60 ms at 224 tokens, as with 32, and 17 ms from the key instead of 21).
+/// measurements in the README's "Determinism" section. On a GPU each batch costs a launch time
+/// whatever its size: 8 keeps cold prompts as fast as 32 (60 ms at 224 tokens) and re-decodes
+/// fewer tokens per key (17 ms from the key instead of 21). On a quiet CPU 4 halved the
+/// keystroke at the same cold cost, but with another process computing on the same cores each
+/// batch waits for its threads (llama.cpp's OpenMP barriers), and many small batches made a
+/// cold prompt over 5× slower than 32: 32 stays the CPU default until that is solved.
 pub fn default_prefill_chunk(gpu_layers: u32) -> u32 {
     if gpu_layers > 0 { PREFILL_CHUNK_GPU } else { PREFILL_CHUNK_CPU }
 }
 
 /// [`default_prefill_chunk`] on a CPU.
-pub const PREFILL_CHUNK_CPU: u32 = 4;
+pub const PREFILL_CHUNK_CPU: u32 = 32;
 /// [`default_prefill_chunk`] with layers on a GPU.
 pub const PREFILL_CHUNK_GPU: u32 = 8;
 
