@@ -463,6 +463,8 @@ async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Co
     let tree = spec.map(|s| s.parse(&text));
     let input = Input { text: &text, cursor, syntax: spec.zip(tree.as_ref()) };
     let s = engine.complete(input, CancelFlag::new()).await.map_err(|e| e.to_string())?;
+    // The same answer as the language server gives: a suggestion that adds nothing is dropped.
+    let s = crate::exclude::drop_redundant(s, &text[cursor..]);
     Ok(CompleteReport {
         text: s.text,
         timings: s.timings,
