@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a typing trace for `ghostline bench` (format: fixtures/traces/README.md).
 
-    scripts/make-trace.py SOURCE.py TEXT_FILE OUT.json --name NAME [--seed N] [--debounce-ms 150]
+    scripts/make-trace.py SOURCE.py TEXT_FILE OUT.json --name NAME [--seed N] [--debounce-ms 150] [--workspace DIR]
 
 SOURCE.py holds the starting document with a `<CURSOR>` marker; TEXT_FILE holds what is typed at
 the cursor. Inter-key gaps follow a typist's rhythm (log-normal around 110 ms, longer after a line
@@ -25,6 +25,7 @@ def main():
     ap.add_argument("--description", default="")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--debounce-ms", type=int, default=150)
+    ap.add_argument("--workspace", help="the project folder SOURCE belongs to (the bench opens it as the workspace)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     text = open(args.text, encoding="utf-8").read()
@@ -71,6 +72,7 @@ def main():
         "file": os.path.relpath(args.source, os.path.dirname(os.path.abspath(args.out))),
         "language_id": "python",
         "cursor_marker": "<CURSOR>",
+        **({"workspace": os.path.relpath(args.workspace, os.path.dirname(os.path.abspath(args.out)))} if args.workspace else {}),
         "events": [{"gap_ms": 0, "complete": True}] + events,
     }
     # One event per line: readable, and diffs stay small.

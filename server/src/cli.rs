@@ -1,7 +1,7 @@
 //! Command line: `ghostline` (the language server over stdio), `complete`, `demo`, `bench`,
 //! `doctor`, `models`, `pull`, `stats`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -49,6 +49,10 @@ enum Command {
         /// options above override them.
         #[arg(long)]
         settings: Option<PathBuf>,
+        /// The project folder the file belongs to: indexed first, so that the prompt gets the
+        /// cross-file section (`completion.crossFile`) as in an editor opened on that folder.
+        #[arg(long)]
+        workspace: Option<PathBuf>,
     },
     /// Check the set-up without an editor: backend, threads, the model and its FIM format, KV
     /// cache bytes per token and the memory plan against available memory, a real load, the
@@ -153,6 +157,10 @@ enum Command {
         /// Lines before the cursor in the naive window strategy.
         #[arg(long, default_value_t = 256)]
         window_lines: usize,
+        /// Instead: holes at calls of functions defined in another file of the projects given
+        /// with `--source` (Python), each asked with the cross-file section and without.
+        #[arg(long)]
+        cross_file: bool,
         #[arg(long)]
         threads: Option<u32>,
         #[arg(long)]
@@ -204,6 +212,10 @@ enum Command {
         /// editor's debounce (as llama.vim does); both sides are timed from the key either way.
         #[arg(long)]
         no_debounce: bool,
+        /// Replay with ghostline's `completion.crossFile` off (traces with a workspace are
+        /// opened in it either way): the cross-file section's cost, against a run without.
+        #[arg(long)]
+        no_cross_file: bool,
         /// Instead of the latency report: N completions through one server, looping over the
         /// traces, with its memory sampled; reports the growth after a warm-up (target ≤ 1 %).
         #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg", "cold_sizes"])]
@@ -265,7 +277,7 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-        Command::Complete { file, line, character, json, model, max_tokens, threads, settings } => {
+        Command::Complete { file, line, character, json, model, max_tokens, threads, settings, workspace } => {
             let mut options = match settings.as_deref().map(config::parse_file).transpose() {
                 Ok(parsed) => parsed.map(|p| p.options).unwrap_or_default(),
                 Err(message) => {
@@ -278,7 +290,7 @@ pub fn main() -> ExitCode {
             options.completion.max_tokens = max_tokens.or(options.completion.max_tokens);
             let mut config = options.resolve(config::env_model());
             crate::model::discover::fill_in(&mut config.model);
-            match runtime.block_on(complete(&file, line, character, &config)) {
+            match runtime.block_on(complete(&file, line, character, &config, workspace.as_deref())) {
                 Ok(out) => {
                     if json {
                         println!("{}", serde_json::to_string(&out).expect("serializable report"));
@@ -298,11 +310,20 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Eval { model, holes, seed, languages, sources, window_lines, threads, json } => {
+        Command::Eval { model, holes, seed, languages, sources, window_lines, cross_file, threads, json } => {
             let mut options = Options::default();
             options.model.path = model;
             options.model.threads = threads;
             let config = options.resolve(config::env_model());
+            if cross_file {
+                return match crate::eval::cross_file::run(&config, &sources, holes, seed, json) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(message) => {
+                        eprintln!("ghostline eval: {message}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
             let languages = if languages.is_empty() { vec!["python".into(), "rust".into()] } else { languages };
             let eval = crate::eval::EvalOptions { holes_per_language: holes, seed, languages, sources, window_lines };
             match crate::eval::run(&config, &eval, json) {
@@ -346,7 +367,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, prefill_chunk, .. } => {
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, prefill_chunk, .. } => {
             let generate_ahead = !no_ahead;
             let options = crate::bench::Options {
                 traces,
@@ -361,6 +382,7 @@ pub fn main() -> ExitCode {
                 cold_sizes,
                 generate_ahead,
                 no_debounce,
+                cross_file: !no_cross_file,
                 prefill_chunk,
             };
             if options.cold_sizes.is_empty() {
@@ -439,9 +461,12 @@ struct CompleteReport {
     format: String,
     threads: u32,
     n_ctx: u32,
+    /// The cross-file section offered to the prompt (before its budget), as text; empty
+    /// without `--workspace` or when the workspace had nothing for this cursor.
+    cross_file: String,
 }
 
-async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Config) -> Result<CompleteReport, String> {
+async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Config, workspace: Option<&Path>) -> Result<CompleteReport, String> {
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", file.display()))?;
     let rope = ropey::Rope::from_str(&text);
@@ -461,10 +486,24 @@ async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Co
     let engine = Engine::new(model, config.completion.clone());
     let spec = crate::syntax::by_path(&file.to_string_lossy());
     let tree = spec.map(|s| s.parse(&text));
-    let input = Input { text: &text, cursor, syntax: spec.zip(tree.as_ref()) };
+    let cross_file = match workspace {
+        Some(root) => {
+            let root = root.canonicalize().map_err(|e| format!("cannot open the workspace {}: {e}", root.display()))?;
+            let path = file.canonicalize().map_err(|e| e.to_string())?;
+            let ws = crate::context::cross_file::Workspace::new(crate::workspace::IndexOptions {
+                roots: vec![root],
+                exclude: config.context.exclude.clone(),
+                max_files: config.context.max_files,
+                max_file_bytes: config.context.max_file_bytes,
+                memory_cap_bytes: config.context.memory_bytes,
+            });
+            ws.index.build(&|_, _| {});
+            ws.cross_file(&path, &text, cursor, spec.zip(tree.as_ref()), crate::prompt::budget::cross_file_bytes(config.completion.max_prompt_tokens))
+        }
+        None => None,
+    };
+    let input = Input { cross_file: cross_file.as_ref(), text: &text, cursor, syntax: spec.zip(tree.as_ref()) };
     let s = engine.complete(input, CancelFlag::new()).await.map_err(|e| e.to_string())?;
-    // The same answer as the language server gives: a suggestion that adds nothing is dropped.
-    let s = crate::exclude::drop_redundant(s, &text[cursor..]);
     Ok(CompleteReport {
         text: s.text,
         timings: s.timings,
@@ -473,5 +512,6 @@ async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Co
         format: info.format.to_string(),
         threads: info.threads,
         n_ctx: info.n_ctx,
+        cross_file: cross_file.as_ref().map(crate::prompt::cross_file::offered).unwrap_or_default(),
     })
 }

@@ -20,6 +20,7 @@ pub struct Options {
     pub completion: CompletionOptions,
     pub cloud: CloudOptions,
     pub actions: ActionsOptions,
+    pub context: ContextOptions,
     pub privacy: Option<Privacy>,
     pub offline: Option<bool>,
     pub debug: DebugOptions,
@@ -125,6 +126,23 @@ pub struct CompletionOptions {
     pub exclude_defaults: Option<bool>,
     /// No request when more non-space characters than this follow the cursor on its line.
     pub max_right_chars: Option<u32>,
+    /// Put what the code at the cursor uses from other files of the workspace into the prompt.
+    pub cross_file: Option<bool>,
+}
+
+/// What the workspace index may read for the prompt's cross-file section.
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContextOptions {
+    /// Globs of files never read into any prompt, added to `cloud.exclude` and
+    /// `completion.exclude` (matched against the path relative to the workspace root).
+    pub exclude: Option<Vec<String>>,
+    /// Files indexed at most.
+    pub max_files: Option<u32>,
+    /// Files larger than this (KiB) are not indexed.
+    pub max_file_kb: Option<u64>,
+    /// Memory the index may hold, in MiB.
+    pub memory_mb: Option<u64>,
 }
 
 /// Cloud endpoint settings (used by code actions; completion never leaves the machine).
@@ -190,6 +208,7 @@ pub struct Config {
     pub completion: CompletionConfig,
     pub cloud: CloudConfig,
     pub actions: ActionsConfig,
+    pub context: ContextConfig,
     pub privacy: Privacy,
     pub offline: bool,
     /// `debug.logCode`: code may appear in logs.
@@ -217,6 +236,17 @@ pub struct CloudConfig {
     pub cache_dir: Option<PathBuf>,
     pub cache_entries: u32,
     pub exclude: Vec<String>,
+}
+
+/// The workspace index's limits and the files it never reads (`context.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextConfig {
+    /// `context.exclude`, `cloud.exclude` and `completion.exclude` together: a file that may not
+    /// be sent or completed in is not read into a prompt either.
+    pub exclude: Vec<String>,
+    pub max_files: usize,
+    pub max_file_bytes: u64,
+    pub memory_bytes: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -266,6 +296,8 @@ pub struct CompletionConfig {
     /// The `completion.exclude` globs in force (the defaults included unless turned off).
     pub exclude: Vec<String>,
     pub max_right_chars: u32,
+    /// `completion.crossFile`: the prompt's cross-file section (the workspace index).
+    pub cross_file: bool,
 }
 
 impl Default for Config {
@@ -355,7 +387,7 @@ pub fn parse(value: &Value) -> Result<Parsed, String> {
         other => other,
     };
     // A section given as an array would be read field by field (`model[0]`): name it instead.
-    for section in ["/model", "/completion", "/cloud", "/actions", "/actions/prefer", "/debug"] {
+    for section in ["/model", "/completion", "/cloud", "/actions", "/actions/prefer", "/context", "/debug"] {
         if let Some(v) = value.pointer(section).filter(|v| !v.is_object() && !v.is_null()) {
             let kind = json_kind(v);
             let key = section[1..].replace('/', ".");
@@ -418,6 +450,7 @@ impl Options {
                 lines_after: c.lines_after.unwrap_or(16),
                 exclude: crate::exclude::globs(c.exclude.as_deref(), c.exclude_defaults.unwrap_or(true)),
                 max_right_chars: c.max_right_chars.unwrap_or(crate::exclude::DEFAULT_MAX_RIGHT_CHARS),
+                cross_file: c.cross_file.unwrap_or(true),
             },
             cloud: {
                 let o = &self.cloud;
@@ -440,6 +473,23 @@ impl Options {
                 enabled: self.actions.enabled.unwrap_or(true),
                 max_tokens: self.actions.max_tokens.filter(|&n| n >= 16).unwrap_or(384),
                 prefer: self.actions.prefer.clone(),
+            },
+            context: {
+                let o = &self.context;
+                let cloud = self.cloud.exclude.clone().unwrap_or_else(|| DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect());
+                let completion = crate::exclude::globs(c.exclude.as_deref(), c.exclude_defaults.unwrap_or(true));
+                let mut exclude: Vec<String> = o.exclude.clone().unwrap_or_default();
+                for glob in cloud.into_iter().chain(completion) {
+                    if !exclude.contains(&glob) {
+                        exclude.push(glob);
+                    }
+                }
+                ContextConfig {
+                    exclude,
+                    max_files: o.max_files.map_or(5_000, |n| n as usize),
+                    max_file_bytes: o.max_file_kb.filter(|&n| n > 0).unwrap_or(512) * 1024,
+                    memory_bytes: (o.memory_mb.filter(|&n| n > 0).unwrap_or(64) * 1024 * 1024) as usize,
+                }
             },
             privacy: self.privacy.unwrap_or(Privacy::LocalOnly),
             offline: self.offline.unwrap_or(false),

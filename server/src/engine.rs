@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tree_sitter::Tree;
 
 use crate::config::CompletionConfig;
-use crate::context::{self, Strategy};
+use crate::context::{self, CrossFile, Strategy};
 use crate::model::{CacheHit, CancelFlag, GenerateError, ModelHandle, ModelStatus, Timings};
 use crate::postprocess::{self, StopRule};
 use crate::prompt::{Draft, TokenMemo};
@@ -29,13 +29,15 @@ pub struct Suggestion {
     pub strategy: Strategy,
 }
 
-/// What to complete: a text, a cursor in it, and its language and tree when known.
+/// What to complete: a text, a cursor in it, its language and tree when known, and what it
+/// uses from other files of the workspace (`completion.crossFile`).
 #[derive(Clone, Copy)]
 pub struct Input<'a> {
     pub text: &'a str,
     /// Byte offset of the cursor.
     pub cursor: usize,
     pub syntax: Option<(&'static Spec, &'a Tree)>,
+    pub cross_file: Option<&'a CrossFile>,
 }
 
 /// An [`Input`] that owns its text and tree, for work that outlives the caller.
@@ -43,11 +45,12 @@ pub struct OwnedInput {
     pub text: String,
     pub cursor: usize,
     pub syntax: Option<(&'static Spec, Tree)>,
+    pub cross_file: Option<CrossFile>,
 }
 
 impl OwnedInput {
     pub fn input(&self) -> Input<'_> {
-        Input { text: &self.text, cursor: self.cursor, syntax: self.syntax.as_ref().map(|(s, t)| (*s, t)) }
+        Input { text: &self.text, cursor: self.cursor, syntax: self.syntax.as_ref().map(|(s, t)| (*s, t)), cross_file: self.cross_file.as_ref() }
     }
 }
 
@@ -128,14 +131,14 @@ impl Engine {
             return Ok(Suggestion { text: String::new(), timings: Timings::default(), strategy: Strategy::Window });
         }
         if let Some(s) = self.reuse_shown(session, input) {
-            return Ok(s);
+            return Ok(drop_redundant(s, input.text.get(input.cursor..).unwrap_or("")));
         }
         let suggestion = match self.wait_ahead(session, input).await {
             Some(s) => s,
             None => self.generate(input, cancel).await?,
         };
+        let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
         if self.config.typed_ahead && !suggestion.text.is_empty() {
-            let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
             session.set_shown(Shown {
                 before: before.to_owned(),
                 after: after.to_owned(),
@@ -143,7 +146,7 @@ impl Engine {
                 strategy: suggestion.strategy,
             });
         }
-        Ok(suggestion)
+        Ok(drop_redundant(suggestion, after))
     }
 
     /// The suggestion generated ahead for exactly this text and cursor, waiting for it if it
@@ -294,7 +297,38 @@ impl Engine {
                 stop = stop.with_lead(lead);
             }
         }
-        Draft { context, stop, max_prompt_tokens: self.config.max_prompt_tokens, max_tokens: self.config.max_tokens }
+        let cross_file = input.cross_file.filter(|c| self.config.cross_file && !c.snippets.is_empty()).cloned();
+        Draft { context, stop, cross_file, head_only: false, max_prompt_tokens: self.config.max_prompt_tokens, max_tokens: self.config.max_tokens }
+    }
+
+    /// Decodes the head every prompt in a file starts with (BOS and the cross-file section)
+    /// ahead of any request — on `didOpen` — so that a first request whose section is the same
+    /// does not pay for it. The work belongs to
+    /// `session`: the next change or request there cancels it. Returns at once; false when
+    /// there is nothing to decode or no model is loaded or loading.
+    pub fn prefill_head(&self, session: &Session, cross_file: CrossFile) -> bool {
+        let loaded = matches!(*self.model.status().borrow(), ModelStatus::Ready(_) | ModelStatus::Loading { .. });
+        if !loaded || !self.config.enabled || !self.config.cross_file || cross_file.snippets.is_empty() {
+            return false;
+        }
+        let draft = Draft {
+            context: context::line_window("", 0, 0, 0),
+            stop: StopRule::for_cursor("", ""),
+            cross_file: Some(cross_file),
+            head_only: true,
+            max_prompt_tokens: self.config.max_prompt_tokens,
+            max_tokens: self.config.max_tokens,
+        };
+        let cancel = CancelFlag::new();
+        session.add_work(cancel.clone());
+        let Ok(answer) = self.model.submit(draft.into_request(Arc::clone(&self.memo), cancel)) else { return false };
+        tokio::spawn(async move {
+            match answer.await {
+                Ok(Ok(_)) | Ok(Err(GenerateError::Cancelled)) | Err(_) => {}
+                Ok(Err(e)) => tracing::debug!("decoding the prompt head ahead: {e}"),
+            }
+        });
+        true
     }
 }
 
@@ -315,6 +349,20 @@ fn finish(input: Input<'_>, stop: &StopRule, strategy: Strategy, generation: cra
     let mut timings = generation.timings;
     timings.postprocess_ms = started.elapsed().as_secs_f64() * 1e3;
     Suggestion { text, timings, strategy }
+}
+
+/// `suggestion` with its text emptied when it adds nothing to the text after the cursor
+/// (`postprocess::redundant`: only closers, or what already follows). Every caller of
+/// [`Engine::complete_in`] gets it so; the shown suggestion keeps the text (typing its start
+/// still reuses it).
+fn drop_redundant(mut suggestion: Suggestion, after: &str) -> Suggestion {
+    if !suggestion.text.is_empty() && postprocess::redundant(&suggestion.text, after) {
+        if crate::config::log_code() {
+            tracing::debug!(text = ?suggestion.text, "dropped: adds nothing to the text after the cursor");
+        }
+        suggestion.text.clear();
+    }
+    suggestion
 }
 
 /// Whether the text around the cursor is binary data rather than code: a NUL, or more than

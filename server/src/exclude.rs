@@ -4,7 +4,8 @@
 //! that add nothing: only closing brackets, or the text already right of the cursor.
 //!
 //! The language server asks [`skip_request`] before it asks the model (and before generating
-//! ahead on a keystroke), and passes each suggestion through [`redundant`].
+//! ahead on a keystroke); the engine drops suggestions that add nothing
+//! (`postprocess::redundant`), on every path.
 
 use crate::cloud::redact::Exclusions;
 use crate::config::CompletionConfig;
@@ -52,10 +53,7 @@ pub fn excluded_by(globs: &[String], uri: &str) -> Option<String> {
     let path = crate::uri::uri_to_path(uri)
         .map(|p| p.to_string_lossy().replace('\\', "/"))
         .unwrap_or_else(|| uri.split_once(':').map_or(uri, |(_, rest)| rest).to_owned());
-    let (exclusions, bad) = Exclusions::new(globs);
-    for e in bad {
-        tracing::warn!("completion.exclude: {e}");
-    }
+    let exclusions = compiled(globs);
     let mut tail = path.trim_start_matches('/');
     loop {
         if let Some(g) = exclusions.matching(tail) {
@@ -68,6 +66,25 @@ pub fn excluded_by(globs: &[String], uri: &str) -> Option<String> {
     }
 }
 
+/// `globs` compiled, once per list: the list changes only with the settings, and this runs on
+/// every request and every keystroke's generation ahead.
+fn compiled(globs: &[String]) -> std::sync::Arc<Exclusions> {
+    use std::sync::{Arc, Mutex, PoisonError};
+    static LAST: Mutex<Option<(Vec<String>, Arc<Exclusions>)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((list, set)) = last.as_ref().filter(|(list, _)| list.as_slice() == globs) {
+        let _ = list;
+        return Arc::clone(set);
+    }
+    let (exclusions, bad) = Exclusions::new(globs);
+    for e in bad {
+        tracing::warn!("completion.exclude: {e}");
+    }
+    let set = Arc::new(exclusions);
+    *last = Some((globs.to_vec(), Arc::clone(&set)));
+    set
+}
+
 /// Whether to ask the model for this document and cursor (`cursor`: a byte offset in `text`).
 pub fn skip_request(config: &CompletionConfig, uri: &str, text: &str, cursor: usize) -> Option<Skip> {
     if let Some(glob) = excluded_by(&config.exclude, uri) {
@@ -76,30 +93,6 @@ pub fn skip_request(config: &CompletionConfig, uri: &str, text: &str, cursor: us
     let after = text.get(cursor..).unwrap_or("");
     let right = after.split('\n').next().unwrap_or("").chars().filter(|c| !c.is_whitespace()).count();
     (right > config.max_right_chars as usize).then_some(Skip::RightOfCursor(right))
-}
-
-/// Whether `suggestion` adds nothing at a cursor followed by `after`: it is blank, only closes
-/// brackets (`)`, `]);`), or only repeats what already follows the cursor.
-pub fn redundant(suggestion: &str, after: &str) -> bool {
-    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-    let s = squeeze(suggestion);
-    if s.is_empty() || s.chars().all(|c| matches!(c, ')' | ']' | '}' | ';' | ',')) {
-        return true;
-    }
-    // What follows the cursor, as far as the suggestion reaches.
-    let ahead = squeeze(&after[..after.char_indices().nth(suggestion.len() * 2).map_or(after.len(), |(i, _)| i)]);
-    ahead.starts_with(&s)
-}
-
-/// `suggestion` with its text emptied when it is [`redundant`].
-pub fn drop_redundant(mut suggestion: crate::engine::Suggestion, after: &str) -> crate::engine::Suggestion {
-    if !suggestion.text.is_empty() && redundant(&suggestion.text, after) {
-        if crate::config::log_code() {
-            tracing::debug!(text = ?suggestion.text, "dropped: adds nothing to the text after the cursor");
-        }
-        suggestion.text.clear();
-    }
-    suggestion
 }
 
 #[cfg(test)]
@@ -160,21 +153,5 @@ mod tests {
         let mut wide = c.clone();
         wide.max_right_chars = 64;
         assert_eq!(skip_request(&wide, "file:///p/m.py", text, 8), None);
-    }
-
-    #[test]
-    fn suggestions_that_add_nothing() {
-        assert!(redundant("", "x"));
-        assert!(redundant("  \n", ""));
-        assert!(redundant(")", ""));
-        assert!(redundant("]);", "\n"));
-        assert!(redundant("})", ""));
-        assert!(redundant("compute(a)", "compute(a)\n"));
-        assert!(redundant("compute(", "compute(a)\n"));
-        assert!(redundant("x\n    return y", "x\n    return y\n"));
-        assert!(!redundant("x + 1)", ")"));
-        assert!(!redundant("total", ""));
-        assert!(!redundant("compute(b)", "compute(a)"));
-        assert!(!redundant("\"hello\"", ""));
     }
 }

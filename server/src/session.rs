@@ -107,6 +107,12 @@ impl Session {
         inner.ahead = Some(Ahead { key, done });
     }
 
+    /// Work ahead of any request (the head of the document's prompts, decoded when it opens):
+    /// the next change or request cancels it, so that it never delays what the user asks for.
+    pub(crate) fn add_work(&self, cancel: CancelFlag) {
+        self.lock().work.push(cancel);
+    }
+
     /// The generation ahead for `key`, if that is what runs (or ran).
     pub(crate) fn ahead_for(&self, key: Key) -> Option<watch::Receiver<Made>> {
         self.lock().ahead.as_ref().filter(|a| a.key == key).map(|a| a.done.clone())

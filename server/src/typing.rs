@@ -136,6 +136,11 @@ pub struct Session {
 /// Starts the language server (`exe lsp`), initializes it with `options` as
 /// initializationOptions and waits for its model to load.
 pub fn start(exe: &Path, options: Value, stderr: Stdio, timeout: Duration) -> Result<Session, String> {
+    start_in(exe, options, None, stderr, timeout)
+}
+
+/// [`start`] with `root` as the workspace folder (its other files feed the cross-file section).
+pub fn start_in(exe: &Path, options: Value, root: Option<&Path>, stderr: Stdio, timeout: Duration) -> Result<Session, String> {
     let mut client = StdioClient::spawn(exe, &["lsp"], &[], stderr).map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
     let started = Instant::now();
     client.request(
@@ -143,6 +148,7 @@ pub fn start(exe: &Path, options: Value, stderr: Stdio, timeout: Duration) -> Re
         json!({
             "processId": std::process::id(),
             "capabilities": {"window": {"workDoneProgress": true}},
+            "rootUri": root.map(file_uri),
             "initializationOptions": options
         }),
         timeout,

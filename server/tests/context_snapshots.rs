@@ -32,7 +32,7 @@ fn render(name: &str, budget: usize) -> String {
     let config = Options::default().resolve(None);
     // No model is needed to make a draft.
     let engine = Engine::new(ModelHandle::spawn(&config.model, Sampling::from(&config.completion)), config.completion);
-    let input = Input { text: &text, cursor, syntax: Some((spec, &tree)) };
+    let input = Input { cross_file: None, text: &text, cursor, syntax: Some((spec, &tree)) };
     let request = engine.draft(input);
     let parts = fit(&request.context, budget, &count);
 

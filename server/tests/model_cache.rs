@@ -40,7 +40,7 @@ fn warm_and_cold_caches_give_the_same_suggestions() {
     for n in [9, 16, 21, 26, typed.len()] {
         let doc = format!("{}{}{}", &text[..line_start], &typed[..n], &text[line_start..]);
         let tree = spec.parse(&doc);
-        let input = Input { text: &doc, cursor: line_start + n, syntax: Some((spec, &tree)) };
+        let input = Input { cross_file: None, text: &doc, cursor: line_start + n, syntax: Some((spec, &tree)) };
         let w = rt.block_on(warm.complete(input, CancelFlag::new())).unwrap();
         let cold = engine();
         let c = rt.block_on(cold.complete(input, CancelFlag::new())).unwrap();
@@ -61,7 +61,7 @@ fn cancellation_leaves_a_usable_cache() {
     let line_start: usize = text.split('\n').take(line as usize).map(|l| l.len() + 1).sum();
     let cursor = line_start + col as usize;
     let tree = spec.parse(&text);
-    let input = Input { text: &text, cursor, syntax: Some((spec, &tree)) };
+    let input = Input { cross_file: None, text: &text, cursor, syntax: Some((spec, &tree)) };
     let rt = rt();
     let e = engine();
     let cancel = CancelFlag::new();
@@ -101,6 +101,8 @@ fn cancelling_during_prefill_and_during_decoding_stops_the_work() {
         context: ContextParts { strategy: Strategy::Window, outline: Vec::new(), prefix_start: 0, prefix: text.clone(), suffix: String::new() },
         max_prompt_tokens: 2048, // the whole text
         stop: StopRule::unbounded(), // only the token limit ends it
+        cross_file: None,
+        head_only: false,
         max_tokens: MAX_TOKENS as u32,
     };
     let request = |cancel: &CancelFlag| draft.clone().into_request(Default::default(), cancel.clone());
@@ -162,11 +164,11 @@ fn typed_ahead_and_prompt_cache_answer_without_the_model() {
     let doc = format!("{}{}{}", &text[..line_start], typed, &text[line_start..]);
     let tree = spec.parse(&doc);
     let cursor = line_start + typed.len();
-    let first = rt.block_on(e.complete(Input { text: &doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap();
+    let first = rt.block_on(e.complete(Input { cross_file: None, text: &doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap();
     assert!(first.text.len() > 2, "{first:?}");
     assert_eq!(first.timings.cache, None);
 
-    let again = rt.block_on(e.complete(Input { text: &doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap();
+    let again = rt.block_on(e.complete(Input { cross_file: None, text: &doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap();
     assert_eq!(again.text, first.text);
     assert_eq!(again.timings.cache, Some(ghostline::model::CacheHit::Prompt));
 
@@ -174,7 +176,7 @@ fn typed_ahead_and_prompt_cache_answer_without_the_model() {
     let doc2 = format!("{}{}{}{}", &text[..line_start], typed, head, &text[line_start..]);
     let tree2 = spec.parse(&doc2);
     let next = rt
-        .block_on(e.complete(Input { text: &doc2, cursor: cursor + head.len(), syntax: Some((spec, &tree2)) }, CancelFlag::new()))
+        .block_on(e.complete(Input { cross_file: None, text: &doc2, cursor: cursor + head.len(), syntax: Some((spec, &tree2)) }, CancelFlag::new()))
         .unwrap();
     assert_eq!(next.timings.cache, Some(ghostline::model::CacheHit::ShownSuggestion));
     assert_eq!(format!("{head}{}", next.text), first.text);
@@ -192,7 +194,7 @@ fn coming_back_restores_the_saved_kv_state() {
     let warm = engine();
     let complete = |e: &Engine, doc: &str, cursor: usize| {
         let tree = spec.parse(doc);
-        rt.block_on(e.complete(Input { text: doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap()
+        rt.block_on(e.complete(Input { cross_file: None, text: doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap()
     };
     let typed = "        return 2 * math.pi * self.";
     let here = |n: usize| format!("{}{}{}", &text[..line_start], &typed[..n], &text[line_start..]);
@@ -224,7 +226,7 @@ fn the_prompt_plan_with_the_real_tokenizer() {
     let outline = vec![OutlineItem { text: "import math".into(), start: 0, order: 0, full: None, pinned: false }];
     let (prefix, suffix) = ("def area(r):\n    return math.", "\n\nprint(area(2))\n");
     let context = ContextParts { strategy: Strategy::Scope, outline, prefix_start: 13, prefix: prefix.into(), suffix: suffix.into() };
-    let draft = Draft { context, stop: StopRule::unbounded(), max_prompt_tokens: 1024, max_tokens: 4 };
+    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: None, head_only: false, max_prompt_tokens: 1024, max_tokens: 4 };
     type Seen = (PromptPlan, Vec<(Section, String)>, VocabFacts);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<Seen>));
     let build = {

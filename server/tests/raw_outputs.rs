@@ -19,7 +19,7 @@ use serde_json::Value;
 /// The model thread's raw text for a completion at `cursor` (before post-processing).
 fn generate(engine: &Engine, rt: &tokio::runtime::Runtime, spec: &'static Spec, text: &str, cursor: usize) -> String {
     let tree = spec.parse(text);
-    rt.block_on(engine.generate_raw(Input { text, cursor, syntax: Some((spec, &tree)) })).unwrap().text
+    rt.block_on(engine.generate_raw(Input { cross_file: None, text, cursor, syntax: Some((spec, &tree)) })).unwrap().text
 }
 
 #[test]

@@ -67,6 +67,8 @@ pub struct Options {
     pub generate_ahead: bool,
     /// A request right after every key instead of the trace's debounced requests.
     pub no_debounce: bool,
+    /// ghostline's `completion.crossFile` (default: on; it needs a trace with a workspace).
+    pub cross_file: bool,
     /// ghostline's `model.prefillChunk` (default: its own default).
     pub prefill_chunk: Option<u32>,
 }
@@ -100,6 +102,8 @@ pub struct Conditions {
     pub generate_ahead: bool,
     /// ghostline's `model.prefillChunk`: prompt tokens per aligned batch (0: off).
     pub prefill_chunk: u32,
+    /// ghostline's `completion.crossFile` (only traces with a workspace have other files).
+    pub cross_file: bool,
     /// The 1-minute load average when the bench started and ended: other work on the machine
     /// competes for the same cores.
     pub load_average: (f64, f64),
@@ -158,6 +162,7 @@ pub struct Setup {
     logs: PathBuf,
     generate_ahead: bool,
     no_debounce: bool,
+    cross_file: bool,
     prefill_chunk: u32,
 }
 
@@ -178,6 +183,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         logs,
         generate_ahead: opts.generate_ahead,
         no_debounce: opts.no_debounce,
+        cross_file: opts.cross_file,
         prefill_chunk: opts.prefill_chunk.unwrap_or_else(|| crate::model::backend::default_prefill_chunk(crate::model::backend::gpu_layers(None))),
     };
 
@@ -230,6 +236,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         peer_got,
         generate_ahead: opts.generate_ahead,
         prefill_chunk: setup.prefill_chunk,
+        cross_file: opts.cross_file,
         load_average: (system::load_average(), 0.0),
     };
     if let Some(bin) = &peer_bin {

@@ -124,9 +124,10 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
         // Typed-ahead reuse is off: it would answer keys from the previous suggestion, a
         // client-side reuse the peer is not given either. With generating ahead (the default),
         // a request is answered by the generation started on its key, not by a call of its own.
-        "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0, "typedAhead": false, "generateAhead": setup.generate_ahead}
+        "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0, "typedAhead": false, "generateAhead": setup.generate_ahead, "crossFile": setup.cross_file}
     });
-    let session = typing::start(&setup.exe, options, Stdio::from(log), TIMEOUT)?;
+    let root = trace.workspace.as_ref().map(|w| file_root(file, &trace.file, w));
+    let session = typing::start_in(&setup.exe, options, root.as_deref(), Stdio::from(log), TIMEOUT)?;
     let mut client = session.client;
     let peer = match &setup.peer_bin {
         Some(bin) => Some(start_peer(bin, &setup.model, setup.threads, &setup.peer_args, &setup.logs)?),
@@ -206,6 +207,13 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
         eprintln!("ghostline bench: the server did not shut down cleanly ({e}); it was killed");
     }
     Ok(RunResult { samples, format: session.format, load_ms: session.load_ms, peer_load_ms, rss_kb, peer_rss_kb, ahead })
+}
+
+/// The trace's workspace folder: `workspace` is relative to the trace file, as `file` is, and
+/// `path` is where `file` was found.
+fn file_root(path: &std::path::Path, file: &str, workspace: &str) -> std::path::PathBuf {
+    let trace_dir = (0..std::path::Path::new(file).components().count()).fold(path.to_path_buf(), |p, _| p.parent().map(|p| p.to_path_buf()).unwrap_or(p));
+    trace_dir.join(workspace)
 }
 
 fn ms(d: Duration) -> f64 {

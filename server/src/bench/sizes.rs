@@ -154,6 +154,8 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
                     prefix: text[..cursor].to_owned(),
                     suffix: String::new(),
                 },
+                cross_file: None,
+                head_only: false,
                 max_prompt_tokens: size,
                 // Never stops on the text: every sample decodes DECODE_TOKENS (unless end of text).
                 stop: StopRule::unbounded(),

@@ -399,6 +399,7 @@ mod tests {
             file: "t.py".into(),
             language_id: "python".into(),
             cursor_marker: "<CURSOR>".into(),
+            workspace: None,
             events: vec![Event { gap_ms: 0, key: Some("a".into()), complete: false }, Event { gap_ms: 150, key: None, complete: true }],
         };
         let samples = vec![

@@ -18,6 +18,10 @@ pub struct Trace {
     pub file: String,
     pub language_id: String,
     pub cursor_marker: String,
+    /// The project folder `file` belongs to, relative to the trace file: the bench opens it as
+    /// the workspace (its other files feed the cross-file section).
+    #[serde(default)]
+    pub workspace: Option<String>,
     pub events: Vec<Event>,
 }
 

@@ -13,6 +13,7 @@
 //! stays byte-identical (and its KV cache entries reusable) while the user types inside one
 //! scope.
 
+pub mod cross_file;
 pub mod scope;
 
 use tree_sitter::Tree;
@@ -53,6 +54,31 @@ pub struct ContextParts {
     pub prefix: String,
     /// Text that starts exactly at the cursor.
     pub suffix: String,
+}
+
+/// What the code at the cursor uses from other files of the workspace (found by
+/// `crate::workspace`), for the prompt's cross-file section, which comes before the outline.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CrossFile {
+    /// The current file's path relative to its workspace root (`/`-separated): the last header.
+    pub path: String,
+    /// The line comment of the current file's language (`#`, `//`), for path headers.
+    pub comment: &'static str,
+    /// Definitions and recent chunks, most wanted first: the budget keeps them in this order.
+    pub snippets: Vec<Related>,
+}
+
+/// One piece of another file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    /// Relative to the workspace root, `/`-separated.
+    pub path: String,
+    /// Lines of that file (a definition's signature and doc line, or a chunk of recent code).
+    pub text: String,
+    /// Where `text` starts in its file (0-based), for the order within a file.
+    pub line: u32,
+    /// A chunk of code the user recently saw or edited, rather than a definition.
+    pub recent: bool,
 }
 
 /// Where text is cut off above the cursor (the window's first line, the prefix's first kept

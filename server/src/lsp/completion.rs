@@ -52,7 +52,7 @@ impl Backend {
                 None => return Ok(None),
             }
         }
-        let (snap, cursor, word_start, word, indent, session) = {
+        let (snap, cursor, word_start, word, indent, session, left) = {
             let mut state = self.state();
             if !state.config.completion.enabled {
                 return Ok(None);
@@ -67,8 +67,12 @@ impl Backend {
             let word_start = encoding::from_char(&doc.rope, snap.cursor_char - word_len, enc);
             let cursor = encoding::from_char(&doc.rope, snap.cursor_char, enc);
             let indent: String = typed.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
-            (snap, cursor, word_start, word, indent, state.session(uri))
+            let left = state.make_active(uri, Some(params.position.line));
+            (snap, cursor, word_start, word, indent, state.session(uri), left)
         };
+        if let Some((uri, text, line)) = left {
+            self.workspace_touched(&uri, &text, line);
+        }
         if let Some(why) = crate::exclude::skip_request(&engine.config, uri.0.as_str(), &snap.text, snap.cursor) {
             tracing::debug!("no completion request: {why}");
             return Ok(None);
@@ -78,7 +82,8 @@ impl Backend {
         // making: queue behind it. Any other work on the document is superseded.
         let cancel = session.begin_request(Key::of(&snap.text, snap.cursor));
         let _guard = CancelOnDrop(cancel.clone());
-        let input = Input { text: &snap.text, cursor: snap.cursor, syntax: snap.syntax.as_ref().map(|(spec, tree)| (*spec, tree)) };
+        let cross_file = self.cross_file_for(uri, &snap);
+        let input = Input { cross_file: cross_file.as_ref(), text: &snap.text, cursor: snap.cursor, syntax: snap.syntax.as_ref().map(|(spec, tree)| (*spec, tree)) };
         // The text moving on (or a request for another cursor) cancels this one: answer at
         // once then, not when the model gets to look at the flag (after a prompt that may take
         // seconds on a busy machine). Helix ignores its automatic triggers while a request is
@@ -88,7 +93,6 @@ impl Backend {
             result = engine.complete_in(&session, input, cancel.clone()) => result,
             () = cancelled(&cancel) => Err(GenerateError::Cancelled),
         };
-        let result = result.map(|s| crate::exclude::drop_redundant(s, &snap.text[snap.cursor..]));
         let current = {
             let mut state = self.state();
             let current = state.docs.get(uri).map(|d| d.version);
@@ -103,6 +107,7 @@ impl Backend {
                     timings: s.timings.clone(),
                     prompt: s.timings.prompt.clone(),
                     ahead: engine.ahead_counts(),
+                    cross_file: cross_file.as_ref().map(crate::prompt::cross_file::offered).unwrap_or_default(),
                 });
             }
             current

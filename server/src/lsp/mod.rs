@@ -15,6 +15,7 @@ pub mod encoding;
 mod model;
 pub mod state;
 pub mod transport;
+mod workspace;
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -149,6 +150,7 @@ impl LanguageServer for Backend {
                     state.init_messages.push((MessageType::Error, format!("ghostline: {message}; using defaults")));
                 }
             }
+            state.workspace = workspace::make(&state.config, &self.info().roots);
         }
         // Load now, so that requests arriving right after `initialized` already queue for it.
         self.start_model(false);
@@ -156,7 +158,14 @@ impl LanguageServer for Backend {
             capabilities: ServerCapabilities {
                 position_encoding: Some(enc.kind()),
                 text_document_sync: Some(
-                    TextDocumentSyncOptions { open_close: Some(true), change: Some(TextDocumentSyncKind::Incremental), ..Default::default() }.into(),
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::Incremental),
+                        // Saved text goes to the workspace index.
+                        save: Some(SaveOptions { include_text: Some(true) }.into()),
+                        ..Default::default()
+                    }
+                    .into(),
                 ),
                 // No trigger characters: a request per `.` or space from clients that complete
                 // automatically would supersede the one the user asked for.
@@ -186,6 +195,7 @@ impl LanguageServer for Backend {
             self.client.show_message(kind, message).await;
         }
         self.report_model_status();
+        self.index_workspace();
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -200,7 +210,8 @@ impl LanguageServer for Backend {
         contained_notification("textDocument/didOpen", async move {
             let d = params.text_document;
             let language: String = d.language_id.into();
-            self.state().docs.insert(d.uri, Document::new(&d.text, d.version, language));
+            self.state().docs.insert(d.uri.clone(), Document::new(&d.text, d.version, language));
+            self.workspace_opened(&d.uri, &d.text);
         })
         .await
     }
@@ -212,7 +223,7 @@ impl LanguageServer for Backend {
         contained_notification("textDocument/didChange", async move {
             let enc = self.caps().encoding;
             let uri = params.text_document.text_document_identifier.uri;
-            let (ahead, session, engine) = {
+            let (ahead, session, engine, left) = {
                 let mut state = self.state();
                 let engine = state.engine.clone().filter(|e| e.config.enabled && e.config.generate_ahead && !e.model.thread_died());
                 let Some(doc) = state.docs.get_mut(&uri) else {
@@ -222,6 +233,7 @@ impl LanguageServer for Backend {
                 let typed = doc.typed_cursor(&params.content_changes, enc);
                 doc.apply_all(&params.content_changes, enc);
                 doc.version = params.text_document.version;
+                let line = typed.map(|at| doc.rope.char_to_line(at.min(doc.rope.len_chars())) as u32);
                 let ahead = match (typed, &engine) {
                     (Some(at), Some(e)) => {
                         let position = encoding::from_char(&doc.rope, at, enc);
@@ -231,12 +243,17 @@ impl LanguageServer for Backend {
                     }
                     _ => None,
                 };
-                (ahead, state.session(&uri), engine)
+                let left = state.make_active(&uri, line);
+                (ahead, state.session(&uri), engine, left)
             };
             // The text moved on: whatever was computing for the old text is wasted work.
             session.text_changed();
+            if let Some((uri, text, line)) = left {
+                self.workspace_touched(&uri, &text, line);
+            }
             if let (Some(snap), Some(engine)) = (ahead, engine) {
-                engine.start_ahead(&session, OwnedInput { text: snap.text, cursor: snap.cursor, syntax: snap.syntax });
+                let cross_file = self.cross_file_for(&uri, &snap);
+                engine.start_ahead(&session, OwnedInput { text: snap.text, cursor: snap.cursor, syntax: snap.syntax, cross_file });
             }
         })
         .await
@@ -245,13 +262,39 @@ impl LanguageServer for Backend {
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         contained_notification("textDocument/didClose", async move {
             let uri = params.text_document.uri;
-            let mut state = self.state();
-            state.docs.remove(&uri);
-            if let Some(session) = state.sessions.remove(&uri) {
-                session.close();
+            let closed = {
+                let mut state = self.state();
+                let doc = state.docs.remove(&uri);
+                if let Some(session) = state.sessions.remove(&uri) {
+                    session.close();
+                }
+                let line = state.active.take_if(|(u, _)| *u == uri).map_or(0, |(_, l)| l);
+                doc.map(|d| (d.rope.to_string(), line))
+            };
+            if let Some((text, line)) = closed {
+                self.workspace_touched(&uri, &text, line);
             }
         })
         .await
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        contained_notification("textDocument/didSave", async move {
+            let uri = params.text_document.uri;
+            let saved = {
+                let state = self.state();
+                let line = state.active.as_ref().filter(|(u, _)| *u == uri).map_or(0, |(_, l)| *l);
+                params.text.or_else(|| state.docs.get(&uri).map(|d| d.rope.to_string())).map(|t| (t, line))
+            };
+            if let Some((text, line)) = saved {
+                self.workspace_touched(&uri, &text, line);
+            }
+        })
+        .await
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        contained_notification("workspace/didChangeWatchedFiles", async move { self.workspace_files_changed(params.changes) }).await
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {

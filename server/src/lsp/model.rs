@@ -112,13 +112,21 @@ impl Backend {
         };
         match layered.and_then(|layered| self.read_settings(&layered).map(|config| (layered, config))) {
             Ok((layered, new)) => {
-                let change = {
+                let (change, reindex) = {
                     let mut state = self.state();
                     let change = settings_change(&state.config, &new);
+                    // What the index may read changed: a new one, read again.
+                    let reindex = state.config.context != new.context || state.config.completion.cross_file != new.completion.cross_file;
+                    if reindex {
+                        state.workspace = super::workspace::make(&new, &self.info().roots);
+                    }
                     state.config = new;
                     state.settings = layered;
-                    change
+                    (change, reindex)
                 };
+                if reindex {
+                    self.index_workspace();
+                }
                 match change {
                     SettingsChange::Model => self.start_model(true),
                     SettingsChange::Completion => self.apply_completion_settings(),

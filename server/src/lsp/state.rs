@@ -46,6 +46,10 @@ pub struct LastCompletion {
     pub prompt: Vec<crate::model::Token>,
     /// Generating ahead since the model was started.
     pub ahead: crate::engine::AheadCounts,
+    /// The cross-file section offered to this request's prompt (before its budget), as text;
+    /// empty when there was none.
+    #[serde(default)]
+    pub cross_file: String,
 }
 
 /// A line and a character, as LSP counts them.
@@ -73,6 +77,12 @@ pub struct State {
     pub restarts: Vec<Instant>,
     /// The last completion the engine answered, for `ghostline/lastTimings`.
     pub last_timings: Option<LastCompletion>,
+    /// The workspace index and recent chunks (`completion.crossFile`); `None` without
+    /// workspace folders.
+    pub workspace: Option<std::sync::Arc<crate::context::cross_file::Workspace>>,
+    /// The document the user last typed or asked in, and the cursor's line there: leaving it
+    /// for another hands its text to the index and a chunk of it to the recent ones.
+    pub active: Option<(Uri, u32)>,
 }
 
 impl Default for State {
@@ -86,6 +96,8 @@ impl Default for State {
             init_messages: Vec::new(),
             restarts: Vec::new(),
             last_timings: None,
+            workspace: None,
+            active: None,
         }
     }
 }
@@ -94,6 +106,21 @@ impl State {
     /// The session of `uri`, made on first use.
     pub fn session(&mut self, uri: &Uri) -> Session {
         self.sessions.entry(uri.clone()).or_default().clone()
+    }
+
+    /// `uri` is where the user is now, at `line` when known. When that is another document
+    /// than before, returns the one left, with its text and line (for the workspace index).
+    pub fn make_active(&mut self, uri: &Uri, line: Option<u32>) -> Option<(Uri, String, u32)> {
+        let left = match self.active.take() {
+            Some((old, old_line)) if old != *uri => self.docs.get(&old).map(|d| (old.clone(), d.rope.to_string(), old_line)),
+            Some((_, old_line)) => {
+                self.active = Some((uri.clone(), line.unwrap_or(old_line)));
+                return None;
+            }
+            None => None,
+        };
+        self.active = Some((uri.clone(), line.unwrap_or(0)));
+        left.filter(|_| self.workspace.is_some())
     }
 
     /// A new engine: what the sessions hold (generations ahead, shown suggestions) was made
@@ -127,6 +154,8 @@ pub struct ClientCaps {
 #[derive(Debug, Clone, Default)]
 pub struct ClientInfo {
     pub caps: ClientCaps,
+    /// `workspace/didChangeWatchedFiles` may be registered dynamically.
+    pub watch_files: bool,
     /// The workspace folders (the `rootUri` when the client sends none).
     pub roots: Vec<PathBuf>,
 }
@@ -163,7 +192,13 @@ impl ClientInfo {
         if roots.is_empty() {
             roots.extend(root);
         }
-        ClientInfo { caps, roots }
+        let watch_files = c
+            .workspace
+            .as_ref()
+            .and_then(|w| w.did_change_watched_files.as_ref())
+            .and_then(|d| d.dynamic_registration)
+            .unwrap_or(false);
+        ClientInfo { caps, watch_files, roots }
     }
 
     /// The workspace folder holding `path` (the innermost, when folders nest); `None` for a

@@ -255,6 +255,8 @@ struct Worker<'m> {
     ctx: LlamaContext<'m>,
     format: FimFormat,
     bos: Option<Token>,
+    /// The file separator of repository-level prompts, if the vocabulary has one.
+    file_sep: Option<Token>,
     /// Tokens beyond the vocabulary's end-of-generation set that end a FIM completion.
     extra_stops: Vec<Token>,
     /// Tokens whose KV entries are in the context, in position order.
@@ -319,11 +321,13 @@ impl<'m> Worker<'m> {
             .map(|t| t.0)
             .collect();
         let bos = vocab.should_add_bos().then(|| vocab.bos().0);
+        let file_sep = Some(vocab.fim_sep().0).filter(|&t| t >= 0);
         let mut worker = Worker {
             model,
             ctx,
             format,
             bos,
+            file_sep,
             extra_stops,
             cached: Vec::new(),
             cached_prompt: 0,

@@ -132,6 +132,9 @@ pub struct VocabFacts {
     pub bos: Option<Token>,
     /// Tokens in the context: prompt and generated text together.
     pub n_ctx: usize,
+    /// The token that starts each file of a repository-level prompt (Qwen2.5-Coder's
+    /// `<|file_sep|>`), if the vocabulary has one.
+    pub file_sep: Option<Token>,
 }
 
 /// A completion's prompt as the model thread runs it.

@@ -9,6 +9,20 @@ pub mod syntax;
 
 use crate::text::indent_width;
 
+/// Whether `suggestion` adds nothing at a cursor followed by `after`: it is blank, only closes
+/// brackets (`)`, `]);`), or only repeats what already follows the cursor.
+pub fn redundant(suggestion: &str, after: &str) -> bool {
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let s = squeeze(suggestion);
+    if s.is_empty() || s.chars().all(|c| matches!(c, ')' | ']' | '}' | ';' | ',')) {
+        return true;
+    }
+    // What follows the cursor, as far as the suggestion reaches.
+    let ahead = squeeze(&after[..after.char_indices().nth(suggestion.len() * 2).map_or(after.len(), |(i, _)| i)]);
+    ahead.starts_with(&s)
+}
+
+
 /// How much text a suggestion may span, decided from the cursor's surroundings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -271,5 +285,21 @@ mod tests {
         assert_eq!(r.finish("héé\"\n"), "hé");
         let r = rule("s = '|'\n");
         assert_eq!(r.finish("🦀'"), "🦀");
+    }
+
+    #[test]
+    fn suggestions_that_add_nothing() {
+        assert!(redundant("", "x"));
+        assert!(redundant("  \n", ""));
+        assert!(redundant(")", ""));
+        assert!(redundant("]);", "\n"));
+        assert!(redundant("})", ""));
+        assert!(redundant("compute(a)", "compute(a)\n"));
+        assert!(redundant("compute(", "compute(a)\n"));
+        assert!(redundant("x\n    return y", "x\n    return y\n"));
+        assert!(!redundant("x + 1)", ")"));
+        assert!(!redundant("total", ""));
+        assert!(!redundant("compute(b)", "compute(a)"));
+        assert!(!redundant("\"hello\"", ""));
     }
 }

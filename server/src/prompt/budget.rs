@@ -2,7 +2,7 @@
 //! context size, how the context's parts share the prompt's room (counted line by line with the
 //! model's tokenizer), and the last cut in tokens.
 
-use crate::context::{ContextParts, OutlineItem, LINE_STEP};
+use crate::context::{ContextParts, OutlineItem, Related, LINE_STEP};
 use crate::model::Token;
 
 /// Tokens the layout adds around the text at most: BOS and three FIM markers.
@@ -11,6 +11,12 @@ const LAYOUT_TOKENS: usize = 4;
 /// How much of a budget each part may take, in hundredths.
 const OUTLINE_SHARE: usize = 35;
 const SUFFIX_SHARE: usize = 15;
+/// The cross-file section's share of the whole text budget (the other parts share what it
+/// leaves), and the budget below which it gets nothing: it is the first part to go.
+const CROSS_FILE_SHARE: usize = 25;
+const CROSS_FILE_MIN_BUDGET: usize = 384;
+/// Tokens a path header takes, as the budget counts it before the section is tokenized.
+const HEADER_TOKENS: usize = 10;
 
 /// How many tokens a completion may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +37,40 @@ pub fn limits(n_ctx: usize, max_prompt_tokens: usize, max_tokens: usize) -> Limi
     let prompt = n_ctx.saturating_sub(max_tokens + 1).min(max_prompt_tokens);
     let text = prompt.saturating_sub(LAYOUT_TOKENS);
     Limits { max_tokens, text, prompt: text + LAYOUT_TOKENS }
+}
+
+/// Tokens of text the cross-file section may take out of a text budget of `text` tokens.
+pub fn cross_file_room(text: usize) -> usize {
+    if text < CROSS_FILE_MIN_BUDGET {
+        0
+    } else {
+        text * CROSS_FILE_SHARE / 100
+    }
+}
+
+/// Bytes of definitions to ask the workspace index for, for a prompt of `max_prompt_tokens`
+/// (`completion.maxPromptTokens`): the section's share at about 4 bytes a token (code averages
+/// 3–4), so that the index's ranking, not the budget's order, decides what goes in.
+pub fn cross_file_bytes(max_prompt_tokens: u32) -> usize {
+    cross_file_room(max_prompt_tokens as usize) * 4
+}
+
+/// The snippets the cross-file section keeps within `room` tokens as counted by `count`: the
+/// most wanted first (the order given), each whole or not at all, with a header per new file.
+/// Depends only on the snippets, never on the text around the cursor, so the section stays
+/// the same while the user types in one scope.
+pub fn fit_cross_file<'a>(snippets: &'a [Related], room: usize, count: &dyn Fn(&str) -> usize) -> Vec<&'a Related> {
+    let mut kept: Vec<&Related> = Vec::new();
+    let mut used = HEADER_TOKENS; // the current file's own header
+    for snippet in snippets {
+        let header = if kept.iter().any(|k| k.path == snippet.path && k.recent == snippet.recent) { 0 } else { HEADER_TOKENS };
+        let cost = count(&snippet.text) + 1 + header;
+        if used + cost <= room {
+            used += cost;
+            kept.push(snippet);
+        }
+    }
+    kept
 }
 
 /// The prompt text after the budget: `outline + prefix` before the cursor, `suffix` after.

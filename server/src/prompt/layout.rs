@@ -10,6 +10,9 @@ use crate::model::Token;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
     Bos,
+    /// What the code uses from other files, with a path header per file: before everything
+    /// but BOS, so it stays cached while the text after it changes.
+    CrossFile,
     /// A FIM marker (prefix, suffix or middle).
     Marker,
     /// The outline of the rest of the file, before the prefix.
@@ -48,13 +51,21 @@ pub fn overhead(format: &FimFormat, bos: Option<Token>) -> usize {
         }
 }
 
-/// Lays out the tokens before the cursor (`before`, whose first `outline` tokens are the
-/// outline) and after it (`suffix`, left out without FIM).
-pub fn lay_out(format: &FimFormat, bos: Option<Token>, before: &[Token], outline: usize, suffix: &[Token]) -> Layout {
+/// The head every prompt of a file starts with: BOS and the cross-file section.
+pub fn head(bos: Option<Token>, cross_file: &[Token]) -> Layout {
     let mut out = Layout::default();
     if let Some(bos) = bos {
         out.push(Section::Bos, &[bos]);
     }
+    out.push(Section::CrossFile, cross_file);
+    out
+}
+
+/// Lays out the cross-file section (tokens made by `prompt::cross_file`), then the tokens
+/// before the cursor (`before`, whose first `outline` tokens are the outline) and after it
+/// (`suffix`, left out without FIM).
+pub fn lay_out(format: &FimFormat, bos: Option<Token>, cross_file: &[Token], before: &[Token], outline: usize, suffix: &[Token]) -> Layout {
+    let mut out = head(bos, cross_file);
     let (outline, prefix) = before.split_at(outline.min(before.len()));
     match *format {
         FimFormat::PrefixOnly => {
@@ -97,18 +108,21 @@ mod tests {
 
     #[test]
     fn psm_and_spm_layouts() {
-        assert_eq!(lay_out(&psm(), Some(1), &[100, 101], 0, &[200]).tokens, vec![1, 10, 100, 101, 11, 200, 12]);
+        assert_eq!(lay_out(&psm(), Some(1), &[], &[100, 101], 0, &[200]).tokens, vec![1, 10, 100, 101, 11, 200, 12]);
         let spm = detect(Some((10, "[PREFIX]")), Some((11, "[SUFFIX]")), None);
-        assert_eq!(lay_out(&spm, Some(1), &[100, 101], 0, &[200]).tokens, vec![1, 11, 200, 10, 100, 101]);
-        assert_eq!(lay_out(&FimFormat::PrefixOnly, None, &[100, 101], 0, &[200]).tokens, vec![100, 101]);
+        assert_eq!(lay_out(&spm, Some(1), &[], &[100, 101], 0, &[200]).tokens, vec![1, 11, 200, 10, 100, 101]);
+        assert_eq!(lay_out(&FimFormat::PrefixOnly, None, &[], &[100, 101], 0, &[200]).tokens, vec![100, 101]);
         assert_eq!(overhead(&psm(), Some(1)), 4);
+        // The cross-file section comes right after BOS, before any marker, in both orders.
+        assert_eq!(lay_out(&psm(), Some(1), &[7, 8], &[100], 0, &[200]).tokens, vec![1, 7, 8, 10, 100, 11, 200, 12]);
+        assert_eq!(lay_out(&spm, Some(1), &[7, 8], &[100], 0, &[200]).tokens, vec![1, 7, 8, 11, 200, 10, 100]);
         assert_eq!(overhead(&spm, None), 2);
         assert_eq!(overhead(&FimFormat::PrefixOnly, Some(1)), 1);
     }
 
     #[test]
     fn sections_say_what_each_run_is() {
-        let l = lay_out(&psm(), None, &[50, 51, 100], 2, &[]);
+        let l = lay_out(&psm(), None, &[], &[50, 51, 100], 2, &[]);
         assert_eq!(l.tokens, vec![10, 50, 51, 100, 11, 12]);
         assert_eq!(
             l.sections,

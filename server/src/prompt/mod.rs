@@ -8,6 +8,7 @@
 //! [`budget`] holds the budget rule (all of it), [`layout`] the order of tokens per family.
 
 pub mod budget;
+pub mod cross_file;
 pub mod layout;
 
 use std::cell::RefCell;
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 pub use budget::PromptParts;
 pub use layout::Section;
 
-use crate::context::ContextParts;
+use crate::context::{ContextParts, CrossFile};
 use crate::model::{CancelFlag, GenerateRequest, Prompt, Token, Tokenize, VocabFacts};
 use crate::postprocess::StopRule;
 
@@ -34,6 +35,11 @@ const LINE_COUNTS: usize = 50_000;
 pub struct Draft {
     pub context: ContextParts,
     pub stop: StopRule,
+    /// What the code uses from other files (`completion.crossFile`); `None`: no such section.
+    pub cross_file: Option<CrossFile>,
+    /// Only the head every prompt in this file starts with (BOS and the cross-file section),
+    /// to decode it ahead of requests ([`crate::engine::Engine::prefill_head`]).
+    pub head_only: bool,
     /// `completion.maxPromptTokens` (the context size bounds it too).
     pub max_prompt_tokens: u32,
     /// `completion.maxTokens` (at most half the context).
@@ -57,6 +63,8 @@ pub struct PromptPlan {
     pub sections: Vec<(Section, Range<usize>)>,
     /// The text after the budget's line cut (before the last cut in tokens).
     pub text: PromptParts,
+    /// The cross-file section as it went in (empty when there is none).
+    pub cross_file: String,
     pub stop: StopRule,
     pub max_tokens: usize,
 }
@@ -73,22 +81,48 @@ impl PromptPlan {
             context.suffix.clear();
         }
         let mut memo = memo.0.lock().unwrap_or_else(|e| e.into_inner());
+        // The cross-file section first, within its own share: the rest of the text fits in
+        // what it leaves, so the section never depends on the text around the cursor.
+        let (cross_text, cross) = match &draft.cross_file {
+            Some(cross) => {
+                let room = budget::cross_file_room(limits.text);
+                let kept = {
+                    let memo = RefCell::new(&mut *memo);
+                    budget::fit_cross_file(&cross.snippets, room, &|s: &str| memo.borrow_mut().count(tokenizer, s))
+                };
+                // Counted line by line, the section can still be over in tokens: drop the least
+                // wanted snippets until it fits.
+                let mut kept = kept;
+                loop {
+                    let section = cross_file::render(cross, &kept, model.file_sep.is_some());
+                    let tokens = memo.cross_file(tokenizer, &section, model.file_sep);
+                    if tokens.len() <= room || kept.pop().is_none() {
+                        break (section.text(), tokens);
+                    }
+                }
+            }
+            None => (String::new(), Vec::new()),
+        };
+        if draft.head_only {
+            let head = if cross.is_empty() { layout::Layout::default() } else { layout::head(model.bos, &cross) };
+            return PromptPlan { tokens: head.tokens, sections: head.sections, text: PromptParts::default(), cross_file: cross_text, stop: draft.stop.clone(), max_tokens: 0 };
+        }
         let text = {
             let memo = RefCell::new(&mut *memo);
-            budget::fit(&context, limits.text, &|s: &str| memo.borrow_mut().count(tokenizer, s))
+            budget::fit(&context, limits.text - cross.len(), &|s: &str| memo.borrow_mut().count(tokenizer, s))
         };
         if crate::config::log_code() {
-            tracing::trace!(outline = ?text.outline, prefix = ?text.prefix, suffix = ?text.suffix, "prompt parts");
+            tracing::trace!(cross_file = ?cross_text, outline = ?text.outline, prefix = ?text.prefix, suffix = ?text.suffix, "prompt parts");
         }
         let mut before = memo.outline(tokenizer, &text.outline);
         let outline = before.len();
         before.extend(tokenizer.tokenize(&text.prefix));
         let suffix = tokenizer.tokenize(&text.suffix);
-        let room = limits.prompt.saturating_sub(layout::overhead(&model.fim, model.bos));
+        let room = limits.prompt.saturating_sub(layout::overhead(&model.fim, model.bos) + cross.len());
         let (kept, suffix) = budget::cut(&before, &suffix, room);
         let outline = outline.saturating_sub(before.len() - kept.len());
-        let layout = layout::lay_out(&model.fim, model.bos, kept, outline, suffix);
-        PromptPlan { tokens: layout.tokens, sections: layout.sections, text, stop: draft.stop.clone(), max_tokens: limits.max_tokens }
+        let layout = layout::lay_out(&model.fim, model.bos, &cross, kept, outline, suffix);
+        PromptPlan { tokens: layout.tokens, sections: layout.sections, text, cross_file: cross_text, stop: draft.stop.clone(), max_tokens: limits.max_tokens }
     }
 
     /// The tokens of one kind, in order (several runs for markers).
@@ -117,6 +151,8 @@ struct Memo {
     lines: HashMap<u64, usize>,
     /// The last outline and its tokens: the outline seldom changes between keystrokes.
     outline: (String, Vec<Token>),
+    /// The last cross-file section and its tokens: it changes even more seldom.
+    cross_file: (cross_file::Section, Vec<Token>),
 }
 
 impl Memo {
@@ -130,6 +166,14 @@ impl Memo {
         text.split_inclusive('\n')
             .map(|line| *self.lines.entry(Hasher::default().hash_one(line)).or_insert_with(|| tokenizer.tokenize(line).len()))
             .sum()
+    }
+
+    /// The cross-file section's tokens, made again only when it changed.
+    fn cross_file(&mut self, tokenizer: &dyn Tokenize, section: &cross_file::Section, file_sep: Option<Token>) -> Vec<Token> {
+        if self.cross_file.0 != *section || self.cross_file.1.is_empty() {
+            self.cross_file = (section.clone(), section.tokens(tokenizer, file_sep));
+        }
+        self.cross_file.1.clone()
     }
 
     /// The outline's tokens, tokenized again only when it changed.

@@ -30,7 +30,7 @@ fn text_of(t: &Bytes, tokens: &[Token]) -> String {
 
 fn qwen(n_ctx: usize) -> VocabFacts {
     let fim = detect(Some((10, "<|fim_prefix|>")), Some((11, "<|fim_suffix|>")), Some((12, "<|fim_middle|>")));
-    VocabFacts { fim, bos: Some(1), n_ctx }
+    VocabFacts { fim, bos: Some(1), n_ctx, file_sep: None }
 }
 
 fn draft(max_prompt_tokens: u32) -> Draft {
@@ -44,6 +44,8 @@ fn draft(max_prompt_tokens: u32) -> Draft {
             suffix: "\n\ndef g():\n    pass\n".into(),
         },
         stop: StopRule::for_cursor("    return ", "\n\ndef g():\n    pass\n"),
+        cross_file: None,
+        head_only: false,
         max_prompt_tokens,
         max_tokens: 64,
     }
@@ -67,7 +69,7 @@ fn fim_layout_with_sections() {
 #[test]
 fn prefix_only_leaves_the_suffix_out() {
     let t = Bytes::default();
-    let facts = VocabFacts { fim: FimFormat::PrefixOnly, bos: None, n_ctx: 4096 };
+    let facts = VocabFacts { fim: FimFormat::PrefixOnly, bos: None, n_ctx: 4096, file_sep: None };
     let plan = PromptPlan::build(&draft(1024), &t, &facts, &TokenMemo::default());
     assert_eq!(plan.text.suffix, "");
     assert!(plan.section(Section::Suffix).is_empty() && plan.section(Section::Marker).is_empty());
@@ -146,4 +148,71 @@ fn the_request_builds_the_plan_when_the_model_runs_it() {
     let got = (request.prompt)(&t as &dyn Tokenize, &facts);
     assert_eq!(got.tokens, want.tokens);
     assert_eq!(got.max_tokens, want.max_tokens);
+}
+
+fn cross_file() -> CrossFile {
+    use crate::context::Related;
+    let def = |path: &str, line, text: &str| Related { path: path.into(), text: text.into(), line, recent: false };
+    CrossFile {
+        path: "pkg/app.py".into(),
+        comment: "#",
+        snippets: vec![
+            def("pkg/util.py", 4, "def slug(text: str, sep: str = '-') -> str: ..."),
+            def("pkg/models.py", 1, "class User:\n    def name(self) -> str: ..."),
+            def("pkg/util.py", 1, "def clean(x): ..."),
+        ],
+    }
+}
+
+/// The cross-file section comes right after BOS, before the FIM prefix marker and the outline,
+/// within its share of the budget; the same draft without it lays out what it always did.
+#[test]
+fn the_cross_file_section_comes_first_within_its_share() {
+    let t = Bytes::default();
+    let mut with = draft(1024);
+    with.cross_file = Some(cross_file());
+    let plan = PromptPlan::build(&with, &t, &qwen(4096), &TokenMemo::default());
+    use Section::*;
+    let kinds: Vec<Section> = plan.sections.iter().map(|(s, _)| *s).collect();
+    assert_eq!(kinds, [Bos, CrossFile, Marker, Outline, Prefix, Marker, Suffix, Marker]);
+    assert_eq!(
+        text_of(&t, &plan.section(CrossFile)),
+        "# path: pkg/models.py\nclass User:\n    def name(self) -> str: ...\n\
+         # path: pkg/util.py\ndef clean(x): ...\ndef slug(text: str, sep: str = '-') -> str: ...\n\
+         # path: pkg/app.py\n"
+    );
+    assert_eq!(plan.cross_file, text_of(&t, &plan.section(CrossFile)));
+    let without = PromptPlan::build(&draft(1024), &t, &qwen(4096), &TokenMemo::default());
+    assert_eq!(plan.tokens[plan.tokens.len() - without.tokens.len() + 1..], without.tokens[1..]);
+    // A small budget keeps the most wanted snippets only; a tiny one none (it goes first).
+    let mut small = with.clone();
+    small.max_prompt_tokens = 500;
+    let kept = PromptPlan::build(&small, &t, &qwen(4096), &TokenMemo::default());
+    assert!(kept.section(CrossFile).len() <= budget::cross_file_room(496), "{}", kept.cross_file);
+    assert!(kept.cross_file.contains("def slug") && !kept.cross_file.contains("class User"), "{}", kept.cross_file);
+    let mut tiny = with.clone();
+    tiny.max_prompt_tokens = 300;
+    assert!(PromptPlan::build(&tiny, &t, &qwen(4096), &TokenMemo::default()).section(CrossFile).is_empty());
+}
+
+/// Typing inside the scope changes the prefix only: the section's tokens stay the same, so
+/// their KV entries are reused; the head-only plan is exactly the start of every full plan.
+#[test]
+fn the_section_stays_while_typing_and_the_head_is_its_start() {
+    let t = Bytes::default();
+    let memo = TokenMemo::default();
+    let mut a = draft(1024);
+    a.cross_file = Some(cross_file());
+    let mut b = a.clone();
+    b.context.prefix.push_str("y +");
+    let (pa, pb) = (PromptPlan::build(&a, &t, &qwen(4096), &memo), PromptPlan::build(&b, &t, &qwen(4096), &memo));
+    assert_eq!(pa.section(Section::CrossFile), pb.section(Section::CrossFile));
+    let mut head = a.clone();
+    head.head_only = true;
+    let h = PromptPlan::build(&head, &t, &qwen(4096), &memo);
+    assert_eq!(h.max_tokens, 0);
+    assert!(h.tokens.len() > 1 && pa.tokens.starts_with(&h.tokens) && pb.tokens.starts_with(&h.tokens));
+    let mut nothing = draft(1024);
+    nothing.head_only = true;
+    assert!(PromptPlan::build(&nothing, &t, &qwen(4096), &memo).tokens.is_empty());
 }

@@ -40,6 +40,11 @@ impl PartialEq for Spec {
 }
 
 impl Spec {
+    /// The language's line comment (for the prompt's path headers).
+    pub fn line_comment(&self) -> &'static str {
+        if self.block_end == BlockEnd::Indent { "#" } else { "//" }
+    }
+
     fn new(
         name: &'static str,
         language_ids: &'static [&'static str],

@@ -16,7 +16,7 @@ impl Worker<'_> {
     pub(super) fn generate(&mut self, request: &GenerateRequest) -> Result<Generation, GenerateError> {
         let start = Instant::now();
         let mut timings = Timings::default();
-        let facts = VocabFacts { fim: self.format.clone(), bos: self.bos, n_ctx: self.ctx.n_ctx() as usize };
+        let facts = VocabFacts { fim: self.format.clone(), bos: self.bos, n_ctx: self.ctx.n_ctx() as usize, file_sep: self.file_sep };
         let Prompt { tokens, stop, stop_key, max_tokens } = (request.prompt)(&Vocab(self.model) as &dyn Tokenize, &facts);
         if tokens.is_empty() {
             return Ok(Generation { text: String::new(), timings });

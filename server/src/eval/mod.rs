@@ -5,6 +5,8 @@
 //! in the cargo registry — asks the real engine with each context strategy on the same model,
 //! and reports next-line exact match, edit similarity, prompt tokens and TTFT.
 
+pub mod cross_file;
+
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -89,7 +91,7 @@ pub fn edit_similarity(a: &str, b: &str) -> f64 {
 }
 
 /// Source files of a language under `root`, sorted, skipping test and vendored folders.
-fn source_files(root: &Path, spec: &Spec, out: &mut Vec<PathBuf>, depth: usize) {
+pub(crate) fn source_files(root: &Path, spec: &Spec, out: &mut Vec<PathBuf>, depth: usize) {
     let Ok(entries) = std::fs::read_dir(root) else { return };
     let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     entries.sort();
@@ -183,7 +185,7 @@ pub fn cut_hole(spec: &Spec, file: &Path, text: &str, rng: &mut Rng) -> Option<H
     Some(Hole { file: file.to_owned(), line, text: doc, cursor, target })
 }
 
-fn percentile(values: &mut [f64], p: f64) -> f64 {
+pub(crate) fn percentile(values: &mut [f64], p: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
@@ -215,7 +217,7 @@ pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), 
         }
         for hole in &holes {
             let tree = spec.parse(&hole.text);
-            let input = Input { text: &hole.text, cursor: hole.cursor, syntax: Some((spec, &tree)) };
+            let input = Input { cross_file: None, text: &hole.text, cursor: hole.cursor, syntax: Some((spec, &tree)) };
             for strategy in ["scope", "window"] {
                 let mut draft = engine.draft(input);
                 if strategy == "window" {

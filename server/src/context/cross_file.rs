@@ -1,0 +1,86 @@
+//! The cross-file part of a completion's context: what the code at the cursor uses from other
+//! files of the workspace (the definitions `crate::workspace::Index` resolves) and the code the
+//! user recently saw or edited elsewhere (`crate::workspace::Recent`), as a [`CrossFile`] for
+//! the prompt plan. One per language server (and per `eval --cross-file` run).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use tree_sitter::Tree;
+
+use super::{CrossFile, Related};
+use crate::syntax::Spec;
+use crate::workspace::{Index, IndexOptions, Recent, Snippet};
+
+/// Recent chunks kept (llama.vim keeps 16 of 64 lines; ours go into a smaller prompt).
+const RECENT_CHUNKS: usize = 8;
+
+/// The workspace as completions see it: its index and the recent chunks.
+pub struct Workspace {
+    pub index: Index,
+    roots: Vec<PathBuf>,
+    /// The files never read into a prompt (the index applies the same globs to what it reads).
+    exclude: globset::GlobSet,
+    recent: Mutex<Recent>,
+}
+
+impl Workspace {
+    pub fn new(options: IndexOptions) -> Workspace {
+        let roots = options.roots.clone();
+        let mut exclude = globset::GlobSetBuilder::new();
+        for glob in &options.exclude {
+            match globset::Glob::new(glob) {
+                Ok(g) => {
+                    exclude.add(g);
+                }
+                Err(e) => tracing::warn!("context.exclude: {glob:?} is not a glob: {e}"),
+            }
+        }
+        let exclude = exclude.build().unwrap_or_else(|_| globset::GlobSet::empty());
+        Workspace { index: Index::new(options), roots, exclude, recent: Mutex::new(Recent::new(RECENT_CHUNKS)) }
+    }
+
+    /// Whether `rel` (relative to its root) may never be read into a prompt.
+    pub fn excluded(&self, rel: &str) -> bool {
+        self.exclude.is_match(rel) || rel.split('/').any(|part| self.exclude.is_match(part))
+    }
+
+    /// `path` relative to the workspace root that holds it (`/`-separated); `None` outside.
+    pub fn relative(&self, path: &Path) -> Option<String> {
+        let root = self.roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
+        let rel = path.strip_prefix(root).ok()?;
+        Some(rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
+    }
+
+    /// What the code at `cursor` uses from other files, and the recent chunks of other files:
+    /// definitions first (the budget keeps the start of the list), then recent chunks, newest
+    /// first. The index ranks the definitions it finds (resolved through imports first) and
+    /// keeps `max_bytes` of them (`prompt::budget::cross_file_bytes`). `None` when the file is
+    /// outside the workspace or nothing was found.
+    pub fn cross_file(&self, path: &Path, text: &str, cursor: usize, syntax: Option<(&'static Spec, &Tree)>, max_bytes: usize) -> Option<CrossFile> {
+        let rel = self.relative(path)?;
+        let mut snippets: Vec<Related> = Vec::new();
+        if let Some((spec, tree)) = syntax {
+            let defs = self.index.related(path, text, tree, spec, cursor, max_bytes);
+            snippets.extend(defs.into_iter().map(|s| related(s, false)));
+        }
+        let recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner).chunks(&rel);
+        snippets.extend(recent.into_iter().rev().map(|s| related(s, true)));
+        if snippets.is_empty() {
+            return None;
+        }
+        let comment = syntax.map_or("#", |(spec, _)| spec.line_comment());
+        Some(CrossFile { path: rel, comment, snippets })
+    }
+
+    /// The user saw or edited `path` around `line`: a chunk of it joins the recent ones.
+    pub fn note(&self, path: &Path, text: &str, line: u32) {
+        if let Some(rel) = self.relative(path).filter(|rel| !self.excluded(rel)) {
+            self.recent.lock().unwrap_or_else(PoisonError::into_inner).note(&rel, text, line);
+        }
+    }
+}
+
+fn related(s: Snippet, recent: bool) -> Related {
+    Related { path: s.path, text: s.text, line: s.start_line, recent }
+}
