@@ -245,12 +245,17 @@ fn doc_above(node: Node<'_>, text: &str, rust: bool) -> Option<String> {
     let mut at = node;
     let mut first: Option<Node<'_>> = None;
     while let Some(prev) = at.prev_named_sibling() {
-        let adjacent = prev.end_position().row + 1 >= at.start_position().row;
-        if !adjacent {
+        // A line comment's node can end at the start of the next line.
+        let end = prev.end_position();
+        let last_row = if end.column == 0 && end.row > prev.start_position().row { end.row - 1 } else { end.row };
+        if last_row + 1 < at.start_position().row {
             break;
         }
+        let doc = &text[prev.byte_range()];
         match prev.kind() {
             "attribute_item" | "decorator" if first.is_none() => at = prev,
+            // Rust: only outer doc comments (`///`, `/**`) document the item.
+            "line_comment" | "block_comment" if rust && !(doc.starts_with("///") || doc.starts_with("/**")) => break,
             "comment" | "line_comment" | "block_comment" => {
                 first = Some(prev);
                 at = prev;
@@ -515,7 +520,7 @@ mod tests {
 
     #[test]
     fn rust_items_with_doc_lines() {
-        let src = "use std::fmt;\n\n/// A point.\n/// More.\n#[derive(Debug)]\npub struct Point {\n    pub x: i32,\n}\n\n/// Makes one.\npub fn make(x: i32) -> Point {\n    Point { x }\n}\n\nimpl Point {\n    pub fn norm(&self) -> i32 {\n        self.x\n    }\n}\n\npub const ORIGIN: i32 = 0;\n";
+        let src = "//! Points.\n\n/// A point.\n/// More.\n#[derive(Debug)]\npub struct Point {\n    pub x: i32,\n}\n\n/// Makes one.\npub fn make(x: i32) -> Point {\n    Point { x }\n}\n\nimpl Point {\n    pub fn norm(&self) -> i32 {\n        self.x\n    }\n}\n\npub const ORIGIN: i32 = 0;\n";
         let d = defs("a.rs", src);
         let names: Vec<_> = d.iter().map(|d| (d.name.as_str(), d.kind)).collect();
         assert_eq!(names, [("Point", Kind::Type), ("make", Kind::Function), ("Point", Kind::Impl), ("ORIGIN", Kind::Constant)]);
