@@ -258,6 +258,41 @@ fn index_figures() {
     let secs = started.elapsed().as_secs_f64();
     println!("files {} definitions {} seconds {secs:.2} bytes {} truncated {}", stats.files, stats.definitions, stats.bytes, stats.truncated);
     println!("resident memory: {} KiB before the build, {} KiB after", before, rss());
+    // CPU time of the process (user + system), in seconds: the build's cost apart from other
+    // load on the machine.
+    let cpu = || {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(11) + ticks(12)) / 100.0
+    };
+    let again = Index::new(IndexOptions { roots: vec![PathBuf::from(&dir)], ..IndexOptions::default() });
+    let (cpu0, wall0) = (cpu(), Instant::now());
+    again.build(&|_, _| {});
+    println!("second build: {:.2} s wall, {:.2} s CPU (both cores together)", wall0.elapsed().as_secs_f64(), cpu() - cpu0);
+    // Every Python file's size; the median one and the largest, updated as if saved.
+    let mut sizes: Vec<(u64, PathBuf)> = Vec::new();
+    let mut stack = vec![PathBuf::from(&dir)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "py") {
+                sizes.push((e.metadata().map_or(0, |m| m.len()), p));
+            }
+        }
+    }
+    sizes.sort();
+    for (len, path) in [sizes.get(sizes.len() / 2), sizes.get(sizes.len() * 9 / 10)].into_iter().flatten() {
+        let text = std::fs::read_to_string(path).unwrap();
+        let runs = 20;
+        let started = Instant::now();
+        for _ in 0..runs {
+            index.update(path, &text);
+        }
+        println!("update of a {len}-byte file (median, 90th percentile): {:.2} ms", started.elapsed().as_secs_f64() * 1000.0 / runs as f64);
+    }
     // The largest indexed Python file, updated as if saved.
     let mut largest: Option<(u64, PathBuf)> = None;
     let mut stack = vec![PathBuf::from(&dir)];
