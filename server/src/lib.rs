@@ -30,3 +30,4 @@ pub mod syntax;
 pub mod text;
 pub mod typing;
 pub mod uri;
+pub mod workspace;

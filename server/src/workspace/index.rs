@@ -1,0 +1,301 @@
+//! The index itself: files and their definitions behind one read-write lock, the name table,
+//! the parallel build over the walk, and the editor's updates (which a build in flight never
+//! overwrites with older text from disk).
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::defs::{self, Def};
+use super::walk::{self, Filter};
+use super::{IndexOptions, IndexStats, Snippet};
+use crate::syntax::Spec;
+
+/// Bytes of bookkeeping counted per file besides its definitions.
+const FILE_OVERHEAD: usize = 160;
+/// Bytes counted per entry of the name table.
+const NAME_OVERHEAD: usize = 48;
+
+/// Shared handle to the workspace index (an `Arc` inside): `Send + Sync`, cheap to clone.
+#[derive(Clone)]
+pub struct Index {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: IndexOptions,
+    filter: Filter,
+    state: RwLock<State>,
+    /// Counts `update`s and `remove`s, so that a build does not overwrite a newer entry.
+    seq: AtomicU64,
+}
+
+/// One indexed file.
+pub(super) struct FileEntry {
+    pub path: PathBuf,
+    /// Relative to its root, `/`-separated (absolute when under no root).
+    pub rel: String,
+    pub lang: &'static str,
+    pub defs: Vec<Def>,
+    bytes: usize,
+    /// Sent by the editor (`update`): a build never replaces it with the text on disk.
+    from_editor: bool,
+}
+
+/// Everything the index holds.
+#[derive(Default)]
+pub(super) struct State {
+    files: Vec<Option<FileEntry>>,
+    ids: HashMap<PathBuf, u32>,
+    free: Vec<u32>,
+    /// Definition name → the files that define it (one entry per definition).
+    names: HashMap<String, Vec<u32>>,
+    /// Paths the editor updated or removed, with the `seq` of that change.
+    touched: HashMap<PathBuf, u64>,
+    bytes: usize,
+    definitions: usize,
+    truncated: bool,
+}
+
+impl State {
+    pub fn id(&self, path: &Path) -> Option<u32> {
+        self.ids.get(path).copied()
+    }
+
+    pub fn file(&self, id: u32) -> &FileEntry {
+        self.files[id as usize].as_ref().expect("a live file id")
+    }
+
+    /// All indexed files.
+    pub fn entries(&self) -> impl Iterator<Item = (u32, &FileEntry)> {
+        self.files.iter().enumerate().filter_map(|(i, f)| f.as_ref().map(|f| (i as u32, f)))
+    }
+
+    /// The files defining `name` (each once, in id order).
+    pub fn defining(&self, name: &str) -> Vec<u32> {
+        let mut ids = self.names.get(name).cloned().unwrap_or_default();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    fn insert(&mut self, entry: FileEntry) {
+        self.remove(&entry.path);
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.files.push(None);
+                (self.files.len() - 1) as u32
+            }
+        };
+        for d in &entry.defs {
+            self.names.entry(d.name.clone()).or_default().push(id);
+        }
+        self.bytes += entry.bytes;
+        self.definitions += entry.defs.len();
+        self.ids.insert(entry.path.clone(), id);
+        self.files[id as usize] = Some(entry);
+    }
+
+    fn remove(&mut self, path: &Path) {
+        let Some(id) = self.ids.remove(path) else { return };
+        let Some(entry) = self.files[id as usize].take() else { return };
+        for d in &entry.defs {
+            if let Some(list) = self.names.get_mut(&d.name) {
+                if let Some(at) = list.iter().position(|&i| i == id) {
+                    list.swap_remove(at);
+                }
+                if list.is_empty() {
+                    self.names.remove(&d.name);
+                }
+            }
+        }
+        self.bytes -= entry.bytes;
+        self.definitions -= entry.defs.len();
+        self.free.push(id);
+    }
+
+    fn stats(&self) -> IndexStats {
+        IndexStats { files: self.ids.len(), definitions: self.definitions, bytes: self.bytes, truncated: self.truncated }
+    }
+}
+
+/// `path` made absolute (from the current directory) and rid of `.` and `..`, without
+/// touching the file system.
+pub(super) fn normalize(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Parses `text` and extracts its definitions into an entry.
+fn entry(path: PathBuf, rel: String, spec: &'static Spec, parser: &mut tree_sitter::Parser, text: &str) -> Option<FileEntry> {
+    let tree = parser.parse(text, None)?;
+    let defs = defs::extract(spec, &tree, text);
+    let bytes = FILE_OVERHEAD + 2 * path.as_os_str().len() + rel.len() + defs.iter().map(|d| d.bytes() + NAME_OVERHEAD + d.name.len()).sum::<usize>();
+    Some(FileEntry { path, rel, lang: spec.name, defs, bytes, from_editor: false })
+}
+
+impl Index {
+    pub fn new(mut options: IndexOptions) -> Index {
+        options.roots = options.roots.iter().map(|r| normalize(r)).collect();
+        let filter = Filter::new(&options.exclude);
+        Index { inner: Arc::new(Inner { options, filter, state: RwLock::new(State::default()), seq: AtomicU64::new(0) }) }
+    }
+
+    pub(super) fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.inner.state.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.inner.state.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `path` relative to the root that holds it (the longest), `/`-separated; the whole path
+    /// when no root holds it.
+    pub(super) fn relative(&self, path: &Path) -> String {
+        self.inner
+            .options
+            .roots
+            .iter()
+            .filter_map(|r| walk::relative(r, path))
+            .min_by_key(|r| r.len())
+            .unwrap_or_else(|| path.to_string_lossy().replace('\\', "/"))
+    }
+
+    /// Walks the roots and parses every file of a supported language, in parallel (one worker
+    /// per core); blocking. `progress(done, total)` is called from the calling thread now and
+    /// then and at the end. Files the editor sent (`update`) keep the editor's text, and files
+    /// it removed while the build ran stay removed.
+    pub fn build(&self, progress: &dyn Fn(usize, usize)) -> IndexStats {
+        let started = self.inner.seq.load(Ordering::SeqCst);
+        let options = &self.inner.options;
+        let mut found = walk::walk(&options.roots, &self.inner.filter, options.max_file_bytes);
+        {
+            let mut state = self.write();
+            state.truncated = found.len() > options.max_files;
+            found.truncate(options.max_files);
+            // A file gone from the disk since the last build goes from the index (unless the
+            // editor holds it).
+            let walked: std::collections::HashSet<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+            let gone: Vec<PathBuf> = state.entries().filter(|(_, f)| !f.from_editor && !walked.contains(f.path.as_path())).map(|(_, f)| f.path.clone()).collect();
+            for path in gone {
+                state.remove(&path);
+            }
+        }
+        let total = found.len();
+        progress(0, total);
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8).min(total.max(1));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Option<FileEntry>>(256);
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let (next, stop, found) = (&next, &stop, &found);
+                s.spawn(move || {
+                    let mut parsers: HashMap<&'static str, tree_sitter::Parser> = HashMap::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(f) = found.get(i) else { break };
+                        let rel = walk::relative(&options.roots[f.root], &f.path).unwrap_or_default();
+                        let result = crate::syntax::by_path(&rel).and_then(|spec| {
+                            let text = walk::read_source(&f.path)?;
+                            let parser = parsers.entry(spec.name).or_insert_with(|| spec.parser());
+                            entry(f.path.clone(), rel, spec, parser, &text)
+                        });
+                        if tx.send(result).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut done = 0;
+            for result in rx {
+                done += 1;
+                if let Some(entry) = result {
+                    let mut state = self.write();
+                    // The editor's text (sent before or during the build) is newer than the
+                    // disk's; a file removed during the build stays removed.
+                    let newer = state.touched.get(&entry.path).is_some_and(|&at| at > started)
+                        || state.id(&entry.path).is_some_and(|id| state.file(id).from_editor);
+                    if !newer {
+                        if state.bytes + entry.bytes > options.memory_cap_bytes {
+                            state.truncated = true;
+                            stop.store(true, Ordering::Relaxed);
+                        } else {
+                            state.insert(entry);
+                        }
+                    }
+                }
+                if done % 64 == 0 {
+                    progress(done, total);
+                }
+            }
+            progress(done, total);
+        });
+        let stats = self.stats();
+        tracing::info!(files = stats.files, definitions = stats.definitions, bytes = stats.bytes, truncated = stats.truncated, "workspace indexed");
+        stats
+    }
+
+    /// An open, changed or saved file's text: its entry replaced. Excluded paths and files of
+    /// unsupported languages are ignored. Quick (one parse).
+    pub fn update(&self, path: &Path, text: &str) {
+        let path = normalize(path);
+        let rel = self.relative(&path);
+        let Some(spec) = crate::syntax::by_path(&rel) else { return };
+        if self.inner.filter.excluded(&rel) || text.len() as u64 > self.inner.options.max_file_bytes {
+            return;
+        }
+        let Some(mut entry) = entry(path.clone(), rel, spec, &mut spec.parser(), text) else { return };
+        entry.from_editor = true;
+        let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut state = self.write();
+        state.touched.insert(path, seq);
+        state.insert(entry);
+    }
+
+    /// A deleted file: its entry dropped.
+    pub fn remove(&self, path: &Path) {
+        let path = normalize(path);
+        let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut state = self.write();
+        state.touched.insert(path.clone(), seq);
+        state.remove(&path);
+    }
+
+    pub fn stats(&self) -> IndexStats {
+        self.read().stats()
+    }
+
+    /// The definitions the code at `cursor` in `path` uses from OTHER files, resolved through
+    /// the file's imports (Python `from .m import x`, `from pkg.m import x as y`, `import pkg.m
+    /// as m` then `m.x`; JS/TS relative imports and `index` files, `require`; Go the same
+    /// package's other files and module-local imports; Rust `use crate::…`/`super::…`/`mod`),
+    /// with a fall-back to names defined in exactly one other file; plus the definitions of
+    /// the types in the enclosing function's signature and the enclosing class's bases.
+    ///
+    /// Stable: the result depends only on the index (other files), the file's imports and the
+    /// complete identifiers of the enclosing scope (the word at the cursor does not count,
+    /// except as the `module.` qualifier before it), so it stays byte-identical while the user
+    /// types inside one scope. Ordered by (path, position in file); at most `max_bytes` of
+    /// text (each snippet's text and path).
+    pub fn related(&self, path: &Path, text: &str, tree: &tree_sitter::Tree, spec: &'static Spec, cursor: usize, max_bytes: usize) -> Vec<Snippet> {
+        let path = normalize(path);
+        let state = self.read();
+        let request = super::resolve::Request { path: &path, text, tree, spec, cursor: cursor.min(text.len()), max_bytes };
+        super::resolve::related(&state, &request)
+    }
+}

@@ -1,0 +1,360 @@
+//! Resolution near the cursor: the complete identifiers of the enclosing scope (and of the
+//! headers of the classes and impls around it) resolved through the file's imports to other
+//! files' definitions, with a fall-back to names defined in exactly one other file; ranked,
+//! cut to the byte budget, and ordered by path and position.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::path::Path;
+
+use tree_sitter::{Node, Tree};
+
+use super::defs::Kind;
+use super::imports::{self, Binding, Bindings};
+use super::index::State;
+use super::Snippet;
+use crate::syntax::{BlockEnd, Spec};
+use crate::text::indent_width;
+
+/// Bytes a snippet costs besides its text and path (the header's punctuation and newlines).
+const SNIPPET_OVERHEAD: usize = 16;
+/// Text scanned for identifiers at module level, when the file is larger.
+const MODULE_LEVEL_BYTES: usize = 64 * 1024;
+
+pub struct Request<'a> {
+    pub path: &'a Path,
+    pub text: &'a str,
+    pub tree: &'a Tree,
+    pub spec: &'static Spec,
+    pub cursor: usize,
+    pub max_bytes: usize,
+}
+
+/// An identifier of the scope: `qual.name` (or `qual::name`), or a bare `name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Token {
+    qual: Option<String>,
+    name: String,
+    /// Called (`name(`) somewhere in the scope.
+    called: bool,
+}
+
+/// How strongly a definition is wanted (lower first when the budget is short).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rank {
+    /// Named through an import, the package, or a qualifier.
+    Resolved,
+    /// A member of the module qualifying the word at the cursor (`m.|`).
+    CursorModule,
+    /// A name defined in exactly one other file.
+    Unique,
+    /// Bases of the classes above, methods of the types above (Go).
+    Related,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pick {
+    rank: Rank,
+    order: usize,
+    file: u32,
+    def: usize,
+}
+
+struct Resolver<'a> {
+    state: &'a State,
+    me: Option<u32>,
+    picks: Vec<Pick>,
+}
+
+impl Resolver<'_> {
+    /// Adds the definitions named `name` in `files` (not Go methods); how many.
+    fn named(&mut self, files: &[u32], name: &str, rank: Rank, order: usize) -> usize {
+        let before = self.picks.len();
+        let state = self.state;
+        for &file in files {
+            if Some(file) == self.me {
+                continue;
+            }
+            let defs = &state.file(file).defs;
+            let mut found = false;
+            for (i, d) in defs.iter().enumerate() {
+                if d.name == name && d.kind != Kind::Method {
+                    self.picks.push(Pick { rank, order, file, def: i });
+                    found = true;
+                }
+            }
+            // JS/TS default import: the file's `export default` definition.
+            if !found && name == "default" {
+                if let Some(i) = defs.iter().position(|d| d.text.lines().any(|l| l.starts_with("export default"))) {
+                    self.picks.push(Pick { rank, order, file, def: i });
+                }
+            }
+        }
+        self.picks.len() - before
+    }
+
+    /// The definitions of `name` when exactly one other file defines it.
+    fn unique(&mut self, name: &str, rank: Rank, order: usize) -> usize {
+        let files: Vec<u32> = self.state.defining(name).into_iter().filter(|&f| Some(f) != self.me).collect();
+        if files.len() == 1 {
+            self.named(&files, name, rank, order)
+        } else {
+            0
+        }
+    }
+
+    /// Every definition of `files` (not Go methods, not impl blocks).
+    fn all(&mut self, files: &[u32], rank: Rank, order: usize) {
+        let state = self.state;
+        for &file in files.iter().filter(|&&f| Some(f) != self.me) {
+            for (i, d) in state.file(file).defs.iter().enumerate() {
+                if !matches!(d.kind, Kind::Method | Kind::Impl) {
+                    self.picks.push(Pick { rank, order, file, def: i });
+                }
+            }
+        }
+    }
+}
+
+pub fn related(state: &State, req: &Request<'_>) -> Vec<Snippet> {
+    let b = imports::bindings(state, req.spec, req.tree, req.text, req.path);
+    let (tokens, cursor_qual) = tokens(req);
+    let locals: HashSet<String> = super::defs::local_names(req.tree, req.text).into_iter().collect();
+    let mut r = Resolver { state, me: state.id(req.path), picks: Vec::new() };
+    for (order, t) in tokens.iter().enumerate() {
+        match &t.qual {
+            Some(q) => {
+                if let Some(files) = imports::module_of(state, &b, q) {
+                    r.named(&files, &t.name, Rank::Resolved, order);
+                }
+            }
+            None => bare(&mut r, &b, &locals, t, order),
+        }
+    }
+    if let Some(files) = cursor_qual.and_then(|q| imports::module_of(state, &b, &q)) {
+        r.all(&files, Rank::CursorModule, tokens.len());
+    }
+    // One level more: the bases of the classes found, the methods of Go types found.
+    let found: Vec<Pick> = r.picks.clone();
+    for p in found {
+        let d = &state.file(p.file).defs[p.def];
+        if d.kind != Kind::Type {
+            continue;
+        }
+        for base in d.bases.clone() {
+            let name = base.rsplit('.').next().unwrap_or(&base).to_owned();
+            r.unique(&name, Rank::Related, p.order);
+        }
+        if state.file(p.file).lang == "go" {
+            let name = d.name.clone();
+            let files = b.same_package.iter().copied().chain([p.file]).collect::<Vec<_>>();
+            for file in files {
+                for (i, m) in state.file(file).defs.iter().enumerate() {
+                    if m.kind == Kind::Method && m.container.as_deref() == Some(&name) {
+                        r.picks.push(Pick { rank: Rank::Related, order: p.order, file, def: i });
+                    }
+                }
+            }
+        }
+    }
+    select(state, r.picks, req.max_bytes)
+}
+
+/// A bare name: through its import, else this file's own definitions (nothing to add), the
+/// Go package, glob imports, and a name defined in exactly one other file.
+fn bare(r: &mut Resolver<'_>, b: &Bindings, locals: &HashSet<String>, t: &Token, order: usize) {
+    match b.names.get(&t.name) {
+        Some(Binding::Item { files, name }) => {
+            if r.named(files, name, Rank::Resolved, order) == 0 {
+                // Re-exported there (`from .a import x` in `__init__.py`, `pub use`).
+                r.unique(name, Rank::Unique, order);
+            }
+            return;
+        }
+        Some(Binding::Module { .. } | Binding::External) => return,
+        None => {}
+    }
+    if locals.contains(&t.name) {
+        return;
+    }
+    if r.named(&b.same_package.clone(), &t.name, Rank::Resolved, order) > 0 {
+        return;
+    }
+    for g in b.globs.clone() {
+        if r.named(&g, &t.name, Rank::Resolved, order) > 0 {
+            return;
+        }
+    }
+    if t.called || t.name.starts_with(|c: char| c.is_uppercase()) {
+        r.unique(&t.name, Rank::Unique, order);
+    }
+}
+
+/// The picks that fit in `max_bytes`, strongest first, then ordered by (path, position).
+fn select(state: &State, mut picks: Vec<Pick>, max_bytes: usize) -> Vec<Snippet> {
+    let key = |p: &Pick| {
+        let f = state.file(p.file);
+        (p.rank, p.order, f.rel.clone(), f.defs[p.def].start)
+    };
+    picks.sort_by_cached_key(key);
+    let mut seen = HashSet::new();
+    let mut used = 0;
+    let mut chosen = Vec::new();
+    for p in picks {
+        if !seen.insert((p.file, p.def)) {
+            continue;
+        }
+        let f = state.file(p.file);
+        let d = &f.defs[p.def];
+        let cost = d.text.len() + f.rel.len() + SNIPPET_OVERHEAD;
+        if used + cost > max_bytes {
+            continue;
+        }
+        used += cost;
+        chosen.push((f.rel.as_str(), d.start, Snippet { path: f.rel.clone(), text: d.text.clone(), start_line: d.line }));
+    }
+    chosen.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    chosen.into_iter().map(|(_, _, s)| s).collect()
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
+}
+
+/// The identifier characters that end `s`.
+fn trailing_word(s: &str) -> &str {
+    let start = s.char_indices().rev().take_while(|&(_, c)| is_ident(c)).last().map_or(s.len(), |(i, _)| i);
+    &s[start..]
+}
+
+/// `a.b` for the identifier at `at` in `a.b.at` (with `sep` between): the chain before it.
+fn chain_before(text: &str, mut at: usize, sep: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    while text[..at].ends_with(sep) {
+        let p = at - sep.len();
+        let w = trailing_word(&text[..p]);
+        if w.is_empty() {
+            break;
+        }
+        parts.push(w);
+        at = p - w.len();
+    }
+    parts.reverse();
+    (!parts.is_empty()).then(|| parts.join(sep))
+}
+
+/// The identifiers to resolve, in order of appearance (the headers of the containers around
+/// the cursor, then the scope), without the word at the cursor; and the qualifier before the
+/// word at the cursor (`m` in `m.|` or `m.fo|`).
+fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>) {
+    let (text, cursor) = (req.text, req.cursor);
+    let sep = if req.spec.name == "rust" { "::" } else { "." };
+    let word_start = cursor - trailing_word(&text[..cursor]).len();
+    let word_end = cursor + text[cursor..].find(|c: char| !is_ident(c)).unwrap_or(text.len() - cursor);
+    let scope = crate::context::scope::enclosing_scope(req.spec, req.tree, text, cursor);
+    let mut ranges = match (req.spec.block_end, &scope) {
+        // By indentation, as the scope is found: a half-typed line can put the tree in error
+        // around the class, never the lines above.
+        (BlockEnd::Indent, Some(scope)) => class_lines_above(text, scope.start),
+        (BlockEnd::Indent, None) => Vec::new(),
+        (BlockEnd::Braces, _) => headers(req.tree, cursor),
+    };
+    ranges.push(match scope {
+        Some(scope) => scope,
+        None if text.len() <= MODULE_LEVEL_BYTES => 0..text.len(),
+        None => cursor.saturating_sub(MODULE_LEVEL_BYTES / 2)..(cursor + MODULE_LEVEL_BYTES / 2).min(text.len()),
+    });
+    let mut out: Vec<Token> = Vec::new();
+    for range in &ranges {
+        for leaf in leaves(req.tree.root_node(), range) {
+            let (s, e) = (leaf.start_byte(), leaf.end_byte());
+            if word_start < word_end && s < word_end && word_start < e {
+                continue; // the word being typed
+            }
+            let name = text[s..e].to_owned();
+            let qual = chain_before(text, s, sep);
+            let called = text[e..].trim_start().starts_with('(');
+            match out.iter_mut().find(|t| t.name == name && t.qual == qual) {
+                Some(t) => t.called |= called,
+                None => out.push(Token { qual, name, called }),
+            }
+        }
+    }
+    let cursor_qual = chain_before(text, word_start, sep);
+    (out, cursor_qual)
+}
+
+/// Identifier leaves of the tree inside `range`, in order.
+fn leaves<'t>(root: Node<'t>, range: &Range<usize>) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.end_byte() <= range.start || node.start_byte() >= range.end {
+            continue;
+        }
+        if node.child_count() == 0 {
+            if node.kind().ends_with("identifier") && !node.is_missing() && node.start_byte() >= range.start && node.end_byte() <= range.end {
+                out.push(node);
+            }
+            continue;
+        }
+        let mut c = node.walk();
+        let children: Vec<Node<'t>> = node.children(&mut c).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+/// For indentation languages: the `class …:` lines enclosing the line at `start` (each nearest
+/// line above with less indentation), outermost first.
+fn class_lines_above(text: &str, start: usize) -> Vec<Range<usize>> {
+    let first_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let mut depth = indent_width(&text[start..first_end]);
+    let mut out = Vec::new();
+    let mut line_start = start;
+    while depth > 0 && line_start > 0 {
+        line_start = text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+        let line = &text[line_start..line_end];
+        if line.trim().is_empty() || indent_width(line) >= depth {
+            continue;
+        }
+        depth = indent_width(line);
+        if line.trim_start().starts_with("class ") {
+            out.push(line_start..line_end);
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// The headers (up to their bodies) of the classes, impls and traits around the cursor,
+/// outermost first: `self`'s class and its bases, the impl's trait and type.
+fn headers(tree: &Tree, cursor: usize) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut node = tree.root_node().descendant_for_byte_range(cursor, cursor);
+    while let Some(n) = node {
+        if matches!(n.kind(), "class_definition" | "class_declaration" | "abstract_class_declaration" | "impl_item" | "trait_item" | "class") {
+            if let Some(body) = n.child_by_field_name("body").filter(|b| b.start_byte() <= cursor) {
+                out.push(n.start_byte()..body.start_byte());
+            }
+        }
+        node = n.parent();
+    }
+    out.reverse();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_and_words() {
+        assert_eq!(chain_before("x = pkg.mod.f", 12, "."), Some("pkg.mod".to_owned()));
+        assert_eq!(chain_before("crate::a::b", 10, "::"), Some("crate::a".to_owned()));
+        assert_eq!(chain_before("f(x)", 2, "."), None);
+        assert_eq!(trailing_word("a + foo_1"), "foo_1");
+        assert_eq!(trailing_word("a."), "");
+    }
+}

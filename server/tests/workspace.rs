@@ -1,0 +1,323 @@
+//! The workspace index on small multi-file projects (`fixtures/workspace/<language>/`, one
+//! file with a `<CURSOR>` marker each): snapshots of what `Index::related` resolves for the
+//! cursor, exclusions, stability while typing, updates, the bounds, and a build that does not
+//! block its caller. No model.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ghostline::syntax;
+use ghostline::workspace::{Index, IndexOptions, Snippet};
+
+fn fixtures(lang: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/workspace").join(lang)
+}
+
+fn options(root: &Path, extra_exclude: &[&str]) -> IndexOptions {
+    let mut o = IndexOptions { roots: vec![root.to_path_buf()], ..IndexOptions::default() };
+    o.exclude.extend(extra_exclude.iter().map(|s| s.to_string()));
+    o
+}
+
+fn index(lang: &str, extra_exclude: &[&str]) -> Index {
+    let index = Index::new(options(&fixtures(lang), extra_exclude));
+    index.build(&|_, _| {});
+    index
+}
+
+/// The file's text without the marker, and the marker's byte offset.
+fn cursor_file(lang: &str, rel: &str) -> (PathBuf, String, usize) {
+    let path = fixtures(lang).join(rel);
+    let source = std::fs::read_to_string(&path).unwrap();
+    let cursor = source.find("<CURSOR>").expect("cursor marker");
+    (path, source.replacen("<CURSOR>", "", 1), cursor)
+}
+
+fn related(index: &Index, path: &Path, text: &str, cursor: usize) -> Vec<Snippet> {
+    let spec = syntax::by_path(&path.to_string_lossy()).unwrap();
+    let tree = spec.parse(text);
+    index.related(path, text, &tree, spec, cursor, 4096)
+}
+
+fn render(snippets: &[Snippet]) -> String {
+    snippets.iter().map(|s| format!("# path: {} (line {})\n{}\n", s.path, s.start_line, s.text)).collect()
+}
+
+fn snapshot(lang: &str, rel: &str) -> String {
+    let index = index(lang, &["generated/**"]);
+    let (path, text, cursor) = cursor_file(lang, rel);
+    render(&related(&index, &path, &text, cursor))
+}
+
+#[test]
+fn python_imports_aliases_modules_and_bases() {
+    insta::assert_snapshot!(snapshot("python", "shop/cart.py"));
+}
+
+#[test]
+fn rust_use_crate_super_and_mod() {
+    insta::assert_snapshot!(snapshot("rust", "src/shapes/circle.rs"));
+}
+
+#[test]
+fn javascript_relative_index_namespace_and_require() {
+    insta::assert_snapshot!(snapshot("javascript", "src/app.js"));
+}
+
+#[test]
+fn typescript_imports_and_bases() {
+    insta::assert_snapshot!(snapshot("typescript", "src/services/userService.ts"));
+}
+
+#[test]
+fn go_package_and_module_imports() {
+    insta::assert_snapshot!(snapshot("go", "store/report.go"));
+}
+
+/// `.env`, `secrets/**` (defaults) and a `context.exclude` glob are never read: their
+/// definitions never appear, though the cursor's code calls them (and they do appear when the
+/// globs are lifted).
+#[test]
+fn excluded_files_never_appear() {
+    let (path, text, cursor) = cursor_file("python", "shop/cart.py");
+    let shown = |index: &Index| render(&related(index, &path, &text, cursor));
+    let guarded = index("python", &["generated/**"]);
+    let out = shown(&guarded);
+    for secret in ["api_key", "validate", "secrets/", "generated/", "hunter2", "sk-not"] {
+        assert!(!out.contains(secret), "{secret} in:\n{out}");
+    }
+    assert_eq!(guarded.stats().files, 7, "{:?}", guarded.stats());
+    let open = Index::new(IndexOptions { exclude: Vec::new(), ..options(&fixtures("python"), &[]) });
+    open.build(&|_, _| {});
+    let out = shown(&open);
+    assert!(out.contains("def api_key() -> str") && out.contains("def validate(data: dict) -> bool"), "{out}");
+    // An editor update of an excluded file is ignored too.
+    guarded.update(&fixtures("python").join("secrets/more.py"), "def leaked(): ...\n");
+    guarded.update(&fixtures("python").join(".env.py"), "def leaked(): ...\n");
+    assert_eq!(guarded.stats().files, 7);
+}
+
+/// Typing a word inside the scope, one character at a time (and after a module qualifier),
+/// leaves the result byte-identical.
+#[test]
+fn related_is_identical_while_typing_a_word_in_the_scope() {
+    for (lang, rel, typed) in [
+        ("python", "shop/cart.py", "apply_discount(s)"),
+        // Once complete, `TAX` (defined once, in pricing.py) would come in.
+        ("python", "shop/cart.py", "TAX * s"),
+        ("python", "shop/cart.py", "text.shout(label)"),
+        ("rust", "src/shapes/circle.rs", "u::clamp01(r)"),
+        ("javascript", "src/app.js", "money(sum)"),
+        ("go", "store/report.go", "util.Slug(out)"),
+    ] {
+        let index = index(lang, &["generated/**"]);
+        let (path, text, cursor) = cursor_file(lang, rel);
+        let first = related(&index, &path, &text, cursor);
+        assert!(!first.is_empty(), "{lang}");
+        // Up to the end of the first word (a qualifier's dot is typed, the member is not done).
+        let word_end = typed.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == ':')).unwrap();
+        for n in 1..=word_end {
+            let mut t = text.clone();
+            t.insert_str(cursor, &typed[..n]);
+            let now = related(&index, &path, &t, cursor + n);
+            let qualified = typed[..n].contains(['.', ':']);
+            if qualified {
+                // `m.` brings the module's definitions; they stay while its member is typed.
+                assert!(now.len() >= first.len(), "{lang} after {:?}", &typed[..n]);
+            } else {
+                assert_eq!(now, first, "{lang} after {:?}", &typed[..n]);
+            }
+        }
+        let dot = typed.find(['.', ':']).map(|i| i + typed[i..].chars().take_while(|c| *c == '.' || *c == ':').count());
+        if let Some(dot) = dot {
+            let at = |n: usize| {
+                let mut t = text.clone();
+                t.insert_str(cursor, &typed[..n]);
+                related(&index, &path, &t, cursor + n)
+            };
+            let after_dot = at(dot);
+            for n in dot..word_end {
+                assert_eq!(at(n + 1), after_dot, "{lang} after {:?}", &typed[..n + 1]);
+            }
+        }
+    }
+}
+
+/// An edit to another file (the editor's `update`) shows in the next result; a removal too.
+#[test]
+fn an_update_to_another_file_changes_the_result() {
+    let index = index("python", &["generated/**"]);
+    let (path, text, cursor) = cursor_file("python", "shop/cart.py");
+    let before = render(&related(&index, &path, &text, cursor));
+    assert!(before.contains("def discount(price: float, rate: float = 0.1) -> float:"), "{before}");
+    let pricing = fixtures("python").join("shop/pricing.py");
+    let started = Instant::now();
+    index.update(&pricing, "def discount(price: float, *, percent: int) -> float:\n    \"\"\"Percent off.\"\"\"\n    return price\n");
+    let took = started.elapsed();
+    let after = render(&related(&index, &path, &text, cursor));
+    assert!(after.contains("def discount(price: float, *, percent: int) -> float:\n    \"\"\"Percent off.\"\"\""), "{after}");
+    assert!(!after.contains("rate: float"), "{after}");
+    assert!(took < Duration::from_millis(200), "one small file's update took {took:?}");
+    index.remove(&pricing);
+    let removed = render(&related(&index, &path, &text, cursor));
+    assert!(!removed.contains("def discount"), "{removed}");
+    // The build result never replaces what the editor sent since.
+    index.update(&pricing, "def discount(x): ...\n");
+    index.build(&|_, _| {});
+    assert!(render(&related(&index, &path, &text, cursor)).contains("def discount(x): ..."));
+}
+
+#[test]
+fn max_files_and_the_memory_cap_bound_the_index() {
+    let root = fixtures("python");
+    let few = Index::new(IndexOptions { max_files: 2, ..options(&root, &[]) });
+    let stats = few.build(&|_, _| {});
+    assert_eq!((stats.files, stats.truncated), (2, true), "{stats:?}");
+    let all = Index::new(options(&root, &[]));
+    let full = all.build(&|_, _| {});
+    assert!(!full.truncated && full.files == 8 && full.bytes > 0, "{full:?}");
+    let cap = full.bytes / 2;
+    let small = Index::new(IndexOptions { memory_cap_bytes: cap, ..options(&root, &[]) });
+    let stats = small.build(&|_, _| {});
+    assert!(stats.truncated && stats.bytes <= cap && stats.files < full.files && stats.files > 0, "{stats:?} (cap {cap})");
+    assert_eq!(small.stats(), stats);
+}
+
+/// A scratch folder under the system's temporary directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// 10,000 small files: the build runs on its own thread, and `related` answers meanwhile.
+#[test]
+fn a_large_workspace_builds_without_blocking_the_caller() {
+    let dir = Scratch(std::env::temp_dir().join(format!("ghostline-workspace-{}", std::process::id())));
+    for i in 0..10_000 {
+        let sub = dir.0.join(format!("pkg{}", i / 500));
+        if i % 500 == 0 {
+            std::fs::create_dir_all(&sub).unwrap();
+        }
+        std::fs::write(sub.join(format!("m{i}.py")), format!("def f{i}(x: int) -> int:\n    \"\"\"Number {i}.\"\"\"\n    return x + {i}\n\n\nclass C{i}:\n    def g(self):\n        return f{i}(1)\n")).unwrap();
+    }
+    let me = dir.0.join("pkg0/main.py");
+    let text = "from pkg3.m1500 import f1500\n\ndef main():\n    return f1500(2) + f42(1)\n".to_owned();
+    std::fs::write(&me, &text).unwrap();
+    let index = Index::new(IndexOptions { max_files: 20_000, ..options(&dir.0, &[]) });
+    let builder = {
+        let index = index.clone();
+        let progress = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = progress.clone();
+        let handle = std::thread::spawn(move || index.build(&|done, total| seen.lock().unwrap().push((done, total))));
+        (handle, progress)
+    };
+    let mut during = 0;
+    let mut slowest = Duration::ZERO;
+    let cursor = text.len() - 1;
+    while !builder.0.is_finished() {
+        let started = Instant::now();
+        let _ = related(&index, &me, &text, cursor);
+        slowest = slowest.max(started.elapsed());
+        during += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = builder.0.join().unwrap();
+    assert_eq!((stats.files, stats.truncated), (10_001, false), "{stats:?}");
+    assert!(during > 0, "the build finished before a single call");
+    assert!(slowest < Duration::from_millis(500), "related took {slowest:?} during the build");
+    let progress = builder.1.lock().unwrap().clone();
+    assert!(progress.len() > 2 && progress.last() == Some(&(10_001, 10_001)), "{:?}", &progress[progress.len().saturating_sub(3)..]);
+    let out = render(&related(&index, &me, &text, cursor));
+    assert!(out.contains("# path: pkg3/m1500.py (line 0)\ndef f1500(x: int) -> int:"), "{out}");
+    assert!(out.contains("def f42(x: int) -> int:"), "a name defined once: {out}");
+    eprintln!("10,001 files: {during} calls during the build, slowest {slowest:?}");
+}
+
+/// The index on a real project (not a timed test): `GHOSTLINE_INDEX_DIR=<folder> cargo test
+/// --release --test workspace -- --ignored --nocapture index_figures` prints files,
+/// definitions, seconds, bytes held, and one file's update time.
+#[test]
+#[ignore]
+fn index_figures() {
+    let Ok(dir) = std::env::var("GHOSTLINE_INDEX_DIR") else {
+        eprintln!("set GHOSTLINE_INDEX_DIR");
+        return;
+    };
+    // Resident memory (Linux), in KiB.
+    let rss = || {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0)
+    };
+    let index = Index::new(IndexOptions { roots: vec![PathBuf::from(&dir)], ..IndexOptions::default() });
+    let before = rss();
+    let started = Instant::now();
+    let stats = index.build(&|_, _| {});
+    let secs = started.elapsed().as_secs_f64();
+    println!("files {} definitions {} seconds {secs:.2} bytes {} truncated {}", stats.files, stats.definitions, stats.bytes, stats.truncated);
+    println!("resident memory: {} KiB before the build, {} KiB after", before, rss());
+    // CPU time of the process (user + system), in seconds: the build's cost apart from other
+    // load on the machine.
+    let cpu = || {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(11) + ticks(12)) / 100.0
+    };
+    let again = Index::new(IndexOptions { roots: vec![PathBuf::from(&dir)], ..IndexOptions::default() });
+    let (cpu0, wall0) = (cpu(), Instant::now());
+    again.build(&|_, _| {});
+    println!("second build: {:.2} s wall, {:.2} s CPU (both cores together)", wall0.elapsed().as_secs_f64(), cpu() - cpu0);
+    // Every Python file's size; the median one and the largest, updated as if saved.
+    let mut sizes: Vec<(u64, PathBuf)> = Vec::new();
+    let mut stack = vec![PathBuf::from(&dir)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "py") {
+                sizes.push((e.metadata().map_or(0, |m| m.len()), p));
+            }
+        }
+    }
+    sizes.sort();
+    for (len, path) in [sizes.get(sizes.len() / 2), sizes.get(sizes.len() * 9 / 10)].into_iter().flatten() {
+        let text = std::fs::read_to_string(path).unwrap();
+        let runs = 20;
+        let started = Instant::now();
+        for _ in 0..runs {
+            index.update(path, &text);
+        }
+        println!("update of a {len}-byte file (median, 90th percentile): {:.2} ms", started.elapsed().as_secs_f64() * 1000.0 / runs as f64);
+    }
+    // The largest indexed Python file, updated as if saved.
+    let mut largest: Option<(u64, PathBuf)> = None;
+    let mut stack = vec![PathBuf::from(&dir)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "py") {
+                let len = e.metadata().map_or(0, |m| m.len());
+                if len <= 512 * 1024 && largest.as_ref().is_none_or(|(l, _)| len > *l) {
+                    largest = Some((len, p));
+                }
+            }
+        }
+    }
+    if let Some((len, path)) = largest {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let started = Instant::now();
+        index.update(&path, &text);
+        println!("update of {} ({len} bytes): {:.2} ms", path.display(), started.elapsed().as_secs_f64() * 1000.0);
+        let spec = syntax::by_path(&path.to_string_lossy()).unwrap();
+        let tree = spec.parse(&text);
+        let started = Instant::now();
+        let snippets = index.related(&path, &text, &tree, spec, text.len() / 2, 6000);
+        println!("related at its middle: {} snippets in {:.2} ms", snippets.len(), started.elapsed().as_secs_f64() * 1000.0);
+    }
+}
