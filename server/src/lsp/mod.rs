@@ -60,6 +60,8 @@ pub struct Backend {
     /// Code actions: breaker, budget, test files being written, last route.
     actions: ActionService,
     clouds: CloudClients,
+    /// Acceptance statistics: suggestions shown, accepted, and their retention.
+    stats: crate::stats::track::Tracker,
 }
 
 /// Runs a request handler so that a panic inside it becomes an `InternalError` answer (and a
@@ -97,6 +99,7 @@ impl Backend {
             state: Mutex::default(),
             actions: ActionService::default(),
             clouds: CloudClients::default(),
+            stats: Default::default(),
         }
     }
 
@@ -171,7 +174,7 @@ impl LanguageServer for Backend {
                     .into(),
                 ),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: vec![actions::RUN.into(), actions::LAST_ROUTE.into()],
+                    commands: vec![actions::RUN.into(), actions::LAST_ROUTE.into(), completion::ACCEPTED.into()],
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -220,7 +223,8 @@ impl LanguageServer for Backend {
                     return;
                 };
                 let typed = doc.typed_cursor(&params.content_changes, enc);
-                doc.apply_all(&params.content_changes, enc);
+                let edits = doc.apply_all(&params.content_changes, enc);
+                self.stats.edited(uri.0.as_str(), &edits);
                 doc.version = params.text_document.version;
                 let ahead = match (typed, &engine) {
                     (Some(at), Some(e)) => {
@@ -247,6 +251,7 @@ impl LanguageServer for Backend {
             let uri = params.text_document.uri;
             let mut state = self.state();
             state.docs.remove(&uri);
+            self.stats.closed(uri.0.as_str());
             if let Some(session) = state.sessions.remove(&uri) {
                 session.close();
             }
