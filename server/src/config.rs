@@ -24,6 +24,18 @@ pub struct Options {
     pub privacy: Option<Privacy>,
     pub offline: Option<bool>,
     pub debug: DebugOptions,
+    pub stats: StatsOptions,
+}
+
+/// Local acceptance statistics (`stats/`): on by default, stored only on this machine.
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StatsOptions {
+    pub enabled: Option<bool>,
+    /// The database file (default: `stats.sqlite` in the user's data directory).
+    pub path: Option<PathBuf>,
+    /// When retention is measured after an accept, in seconds (default `[30, 300]`); for tests.
+    pub retention_seconds: Option<[f64; 2]>,
 }
 
 /// Diagnostics for developers. Off by default: logs then never hold code, prompts or
@@ -213,6 +225,17 @@ pub struct Config {
     pub offline: bool,
     /// `debug.logCode`: code may appear in logs.
     pub log_code: bool,
+    pub stats: StatsConfig,
+}
+
+/// `stats.*` resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatsConfig {
+    pub enabled: bool,
+    /// `None`: the default file (`stats::Stats::default_path`).
+    pub path: Option<PathBuf>,
+    /// The two retention checks after an accept (30 s and 5 minutes by default).
+    pub retention: [std::time::Duration; 2],
 }
 
 /// Files never sent to the cloud unless `cloud.exclude` says otherwise.
@@ -387,7 +410,7 @@ pub fn parse(value: &Value) -> Result<Parsed, String> {
         other => other,
     };
     // A section given as an array would be read field by field (`model[0]`): name it instead.
-    for section in ["/model", "/completion", "/cloud", "/actions", "/actions/prefer", "/context", "/debug"] {
+    for section in ["/model", "/completion", "/cloud", "/actions", "/actions/prefer", "/context", "/debug", "/stats"] {
         if let Some(v) = value.pointer(section).filter(|v| !v.is_object() && !v.is_null()) {
             let kind = json_kind(v);
             let key = section[1..].replace('/', ".");
@@ -410,6 +433,13 @@ pub fn parse(value: &Value) -> Result<Parsed, String> {
             format!("invalid ghostline setting `{path}`: {inner}")
         }
     })?;
+    if let Some([a, b]) = options.stats.retention_seconds {
+        if !(a.is_finite() && b.is_finite() && a > 0.0 && b >= a) {
+            return Err(format!(
+                "invalid ghostline setting `stats.retentionSeconds`: expected two positive numbers of seconds, the second not below the first (got [{a}, {b}])"
+            ));
+        }
+    }
     Ok(Parsed { options, unknown_keys })
 }
 
@@ -494,6 +524,16 @@ impl Options {
             privacy: self.privacy.unwrap_or(Privacy::LocalOnly),
             offline: self.offline.unwrap_or(false),
             log_code: self.debug.log_code.unwrap_or(false),
+            stats: StatsConfig {
+                enabled: self.stats.enabled.unwrap_or(true),
+                path: self.stats.path.clone().filter(|p| !p.as_os_str().is_empty()),
+                retention: match self.stats.retention_seconds {
+                    Some([a, b]) if a.is_finite() && b.is_finite() && a > 0.0 && b >= a => {
+                        [std::time::Duration::from_secs_f64(a), std::time::Duration::from_secs_f64(b)]
+                    }
+                    _ => [std::time::Duration::from_secs(30), std::time::Duration::from_secs(300)],
+                },
+            },
         }
     }
 }
@@ -661,6 +701,21 @@ mod tests {
         assert_eq!(layer(&init, &json!({"model": null}))["model"], Value::Null);
         // Over nothing (no initializationOptions).
         assert_eq!(layer(&Value::Null, &json!({"offline": true})), json!({"offline": true}));
+    }
+
+    #[test]
+    fn stats_settings() {
+        use std::time::Duration;
+        let c = parse(&Value::Null).unwrap().options.resolve(None);
+        assert_eq!((c.stats.enabled, c.stats.path.clone()), (true, None));
+        assert_eq!(c.stats.retention, [Duration::from_secs(30), Duration::from_secs(300)]);
+        let c = parse(&json!({"stats": {"enabled": false, "path": "/t/s.sqlite", "retentionSeconds": [0.5, 2]}})).unwrap().options.resolve(None);
+        assert_eq!((c.stats.enabled, c.stats.path.as_deref()), (false, Some(std::path::Path::new("/t/s.sqlite"))));
+        assert_eq!(c.stats.retention, [Duration::from_millis(500), Duration::from_secs(2)]);
+        for bad in [json!([300, 30]), json!([0, 1]), json!([1]), json!("30s")] {
+            let e = parse(&json!({"stats": {"retentionSeconds": bad}})).unwrap_err();
+            assert!(e.contains("stats.retentionSeconds"), "{e}");
+        }
     }
 
     #[test]

@@ -378,6 +378,7 @@ pub fn run(opts: &DoctorOptions) -> Report {
         },
     );
     facts.insert("offline".into(), json!(config.offline));
+    checks.ok("stats", crate::stats::report::doctor_line(&config.stats));
 
     let ok = !checks.0.iter().any(|c| c.level == Level::Fail);
     Report { ok, checks: checks.0, facts: Value::Object(facts) }

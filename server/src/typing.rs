@@ -134,13 +134,17 @@ pub struct Session {
 }
 
 /// Starts the language server (`exe lsp`), initializes it with `options` as
-/// initializationOptions and waits for its model to load.
+/// initializationOptions and waits for its model to load. The harness's suggestions are not the
+/// user's: acceptance statistics are off unless `options` names `stats`.
 pub fn start(exe: &Path, options: Value, stderr: Stdio, timeout: Duration) -> Result<Session, String> {
     start_in(exe, options, None, stderr, timeout)
 }
 
 /// [`start`] with `root` as the workspace folder (its other files feed the cross-file section).
-pub fn start_in(exe: &Path, options: Value, root: Option<&Path>, stderr: Stdio, timeout: Duration) -> Result<Session, String> {
+pub fn start_in(exe: &Path, mut options: Value, root: Option<&Path>, stderr: Stdio, timeout: Duration) -> Result<Session, String> {
+    if let Value::Object(map) = &mut options {
+        map.entry("stats").or_insert_with(|| json!({"enabled": false}));
+    }
     let mut client = StdioClient::spawn(exe, &["lsp"], &[], stderr).map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
     let started = Instant::now();
     client.request(

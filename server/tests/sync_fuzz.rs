@@ -1,6 +1,7 @@
 //! Document-sync fuzzing: random edits in UTF-16 positions (surrogate pairs, CRLF, deletions
 //! across lines, full replacements) go through the real sync code (`Document::apply_all`), and
-//! the text is compared with a reference after every step; the incremental syntax tree is
+//! the text is compared with a reference after every step (and so is the text the returned
+//! character edits make of the previous one); the incremental syntax tree is
 //! compared with a fresh parse every so often. `GHOSTLINE_FUZZ_EDITS` and `GHOSTLINE_FUZZ_SEED`
 //! override the defaults; a failure prints the seed and the step.
 
@@ -72,6 +73,7 @@ fn random_utf16_edits_match_the_reference() {
     let mut rng = Rng::new(seed);
     let mut reference = String::from("import os\r\n\ndef main():\n    print('héllo 🦀')\n");
     let mut doc = Document::new(&reference, 1, "python".into());
+    let mut mirror = reference.clone();
     for step in 0..edits {
         let change: TextDocumentContentChangeEvent = if rng.below(500) == 0 {
             // A full replacement now and then.
@@ -91,9 +93,18 @@ fn random_utf16_edits_match_the_reference() {
             }))
             .unwrap()
         };
-        doc.apply_all(&[change], Encoding::Utf16);
+        let changes = [change];
+        let edits = doc.apply_all(&changes, Encoding::Utf16);
         let got = doc.rope.to_string();
         assert!(got == reference, "seed {seed}, step {step}: text differs\n got: {got:?}\nwant: {reference:?}");
+        // The edits it returns (in characters; a full replacement as the span that differs),
+        // applied to the previous text, give the same text.
+        for e in &edits {
+            let byte = |c: usize| mirror.char_indices().nth(c).map_or(mirror.len(), |(b, _)| b);
+            let (from, to) = (byte(e.start), byte(e.end));
+            mirror.replace_range(from..to, e.text);
+        }
+        assert!(mirror == reference, "seed {seed}, step {step}: the returned edits {edits:?} give\n{mirror:?}\nwant {reference:?}");
         if step % 2000 == 0 {
             let fresh = spec.parse(&reference).root_node().to_sexp();
             let tree = doc.tree().expect("a python document has a tree").root_node().to_sexp();

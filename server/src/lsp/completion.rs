@@ -8,8 +8,14 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use super::state::{LastCompletion, LastPosition};
 use super::{encoding, Backend};
 use crate::engine::{Input, Suggestion};
-use crate::model::{CancelFlag, GenerateError};
+use crate::model::{CacheHit, CancelFlag, GenerateError};
 use crate::session::Key;
+use crate::stats::{track::Offer, Route};
+
+/// The command each item carries, which the client runs once it inserted the item: its
+/// arguments are the id the server gave the suggestion and, for a partial accept, the length
+/// accepted so far (in the negotiated encoding's units).
+pub const ACCEPTED: &str = "ghostline.accepted";
 
 /// Cancels a request's model work when its future is dropped (e.g. on `$/cancelRequest`).
 struct CancelOnDrop(CancelFlag);
@@ -36,6 +42,8 @@ pub(super) struct Placed {
     pub word: String,
     /// The cursor line's indentation (the blanks it starts with, up to the cursor).
     pub indent: String,
+    /// The id of the accept command (statistics on).
+    pub accept: Option<u64>,
 }
 
 impl Backend {
@@ -43,6 +51,7 @@ impl Backend {
     pub(super) async fn suggest(&self, params: &TextDocumentPositionParams) -> Result<Option<Placed>> {
         let enc = self.caps().encoding;
         let uri = &params.text_document.uri;
+        let requested = std::time::Instant::now();
         crate::fault::point("completion");
         let Some(mut engine) = self.engine() else { return Ok(None) };
         if engine.model.thread_died() {
@@ -52,7 +61,7 @@ impl Backend {
                 None => return Ok(None),
             }
         }
-        let (snap, cursor, word_start, word, indent, session, left) = {
+        let (snap, cursor, word_start, word, indent, session, left, offer) = {
             let mut state = self.state();
             if !state.config.completion.enabled {
                 return Ok(None);
@@ -68,7 +77,9 @@ impl Backend {
             let cursor = encoding::from_char(&doc.rope, snap.cursor_char, enc);
             let indent: String = typed.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
             let left = state.make_active(uri, Some(params.position.line));
-            (snap, cursor, word_start, word, indent, state.session(uri), left)
+            let model = state.config.model.path.as_ref().and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned());
+            let offer = (state.config.stats.clone(), model.unwrap_or_default(), doc.language_id.clone());
+            (snap, cursor, word_start, word, indent, state.session(uri), left, offer)
         };
         if let Some((uri, text, line)) = left {
             self.workspace_touched(&uri, &text, line);
@@ -121,7 +132,15 @@ impl Backend {
                     reused = suggestion.timings.reused_tokens,
                     "suggestion"
                 );
-                Ok(Some(Placed { suggestion, cursor, word_start, word, indent }))
+                let (settings, model, language) = offer;
+                let route = match suggestion.timings.cache {
+                    Some(CacheHit::GeneratedAhead) => Route::Ahead,
+                    Some(CacheHit::ShownSuggestion) => Route::TypedAhead,
+                    Some(CacheHit::Prompt) | None => Route::Model,
+                };
+                let offer = Offer { uri: uri.0.as_str().to_owned(), anchor: snap.cursor_char, text: suggestion.text.clone(), model, language, route, requested };
+                let accept = self.stats.shown(&settings, offer);
+                Ok(Some(Placed { suggestion, cursor, word_start, word, indent, accept }))
             }
             Err(GenerateError::Unavailable(why)) if why == crate::model::THREAD_STOPPED => {
                 // It died under this request: start it again now, so that the next one works.
@@ -143,7 +162,7 @@ pub(super) fn inline_list(placed: Placed) -> InlineCompletionList {
         insert_text: placed.suggestion.text.into(),
         filter_text: None,
         range: Some(Range { start: placed.cursor, end: placed.cursor }),
-        command: None,
+        command: accept_command(placed.accept),
     };
     InlineCompletionList { items: vec![item] }
 }
@@ -176,6 +195,7 @@ pub(super) fn completion_list(placed: Placed, snippets: bool) -> CompletionList 
         // As a snippet where supported: Neovim inserts a plain-text item only up to its first
         // space, but expands a snippet whole (multi-line included).
         insert_text_format: Some(if snippet_text.is_some() { InsertTextFormat::Snippet } else { InsertTextFormat::PlainText }),
+        command: accept_command(placed.accept),
         text_edit: Some(
             TextEdit {
                 range: Range { start: placed.word_start, end: placed.cursor },
@@ -190,6 +210,51 @@ pub(super) fn completion_list(placed: Placed, snippets: bool) -> CompletionList 
     };
     // Incomplete: the client asks again as the user types, so the suggestion follows the text.
     CompletionList { is_incomplete: true, items: vec![item], ..Default::default() }
+}
+
+fn accept_command(id: Option<u64>) -> Option<Command> {
+    id.map(|id| Command { title: "ghostline: suggestion accepted".into(), tooltip: None, command: ACCEPTED.into(), arguments: Some(vec![id.into()]) })
+}
+
+impl Backend {
+    /// `ghostline.accepted`: the client inserted suggestion `arguments[0]` (all of it, or the
+    /// first `arguments[1]` units so far); the statistics service takes it from there.
+    pub(super) fn accepted(&self, arguments: &[serde_json::Value]) -> Result<()> {
+        let bad = || Error::invalid_params(format!("{ACCEPTED} takes the suggestion's id and, for a partial accept, the length accepted"));
+        let id = arguments.first().and_then(serde_json::Value::as_u64).ok_or_else(bad)?;
+        let units = match arguments.get(1) {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(v.as_u64().ok_or_else(bad)? as usize),
+        };
+        let Some((uri, text)) = self.stats.offered(id) else {
+            tracing::debug!(id, "accept of a suggestion no longer tracked (statistics off, or too old)");
+            return Ok(());
+        };
+        // The length in the negotiated encoding's units, as characters of the suggestion.
+        let enc = self.caps().encoding;
+        let chars = units.map(|units| {
+            let mut seen = 0;
+            text.chars().take_while(|c| {
+                seen += match enc {
+                    encoding::Encoding::Utf8 => c.len_utf8(),
+                    encoding::Encoding::Utf16 => c.len_utf16(),
+                };
+                seen <= units
+            })
+            .count()
+        });
+        let state = self.state();
+        if !state.config.stats.enabled {
+            return Ok(()); // turned off since it was shown
+        }
+        match state.docs.iter().find(|(u, _)| u.0.as_str() == uri) {
+            Some((_, doc)) => {
+                self.stats.accepted(id, chars, &doc.rope);
+            }
+            None => tracing::debug!(id, "accept for a document that is not open"),
+        }
+        Ok(())
+    }
 }
 
 /// `text` with `indent` taken off the start of each line after the first; `None` when one of
@@ -225,7 +290,7 @@ mod tests {
         let suggestion = Suggestion { text: text.into(), timings: Default::default(), strategy: crate::context::Strategy::Window };
         let at = Position { line: 3, character: (indent.len() + word.len()) as u32 };
         let word_start = Position { line: 3, character: indent.len() as u32 };
-        Placed { suggestion, cursor: at, word_start, word: word.into(), indent: indent.into() }
+        Placed { suggestion, cursor: at, word_start, word: word.into(), indent: indent.into(), accept: None }
     }
 
     fn edit(list: &CompletionList) -> (&str, Option<InsertTextFormat>) {

@@ -5,6 +5,7 @@ use tower_lsp_server::gen_lsp_types::{Position, TextDocumentContentChangeEvent};
 use tree_sitter::{InputEdit, Parser, Point, Tree};
 
 use super::encoding::{self, Encoding};
+use crate::stats::track::Edit;
 use crate::syntax::{self, Spec};
 
 /// Documents larger than this get no syntax tree (the window strategy still works).
@@ -59,10 +60,10 @@ impl Document {
     }
 
     /// Applies content changes (range edits, or the whole text) and reparses incrementally.
-    pub fn apply_all(&mut self, changes: &[TextDocumentContentChangeEvent], enc: Encoding) {
-        for change in changes {
-            self.apply(change, enc);
-        }
+    /// Returns them as character edits (a whole text as the span that differs), for the
+    /// statistics' accepted regions.
+    pub fn apply_all<'a>(&mut self, changes: &'a [TextDocumentContentChangeEvent], enc: Encoding) -> Vec<Edit<'a>> {
+        let edits = changes.iter().map(|change| self.apply(change, enc)).collect();
         let too_big = self.rope.len_bytes() > MAX_SYNTAX_BYTES;
         match &mut self.syntax {
             Some(s) if !too_big => match parse_rope(&mut s.parser, &self.rope, Some(&s.tree)) {
@@ -73,10 +74,11 @@ impl Document {
             None if !too_big => self.reparse_from_scratch(),
             None => {}
         }
+        edits
     }
 
     /// Applies one content change; the tree (if any) is edited to match but not yet reparsed.
-    fn apply(&mut self, change: &TextDocumentContentChangeEvent, enc: Encoding) {
+    fn apply<'a>(&mut self, change: &'a TextDocumentContentChangeEvent, enc: Encoding) -> Edit<'a> {
         match change {
             TextDocumentContentChangeEvent::TextDocumentContentChangePartial(c) => {
                 let start = encoding::to_char_clamped(&self.rope, c.range.start, enc);
@@ -96,10 +98,13 @@ impl Document {
                         new_end_position: point(&self.rope, new_end_byte),
                     });
                 }
+                Edit { start, end, text: &c.text }
             }
             TextDocumentContentChangeEvent::TextDocumentContentChangeWholeDocument(c) => {
+                let edit = differing_span(&self.rope, &c.text);
                 self.rope = Rope::from_str(&c.text);
                 self.syntax = None; // a fresh parse follows in `apply_all`
+                edit
             }
         }
     }
@@ -143,6 +148,26 @@ impl Document {
     pub fn tree(&self) -> Option<&Tree> {
         self.syntax.as_ref().map(|s| &s.tree)
     }
+}
+
+/// A whole new text as one edit of the old: the span between their common start and end.
+fn differing_span<'a>(old: &Rope, new: &'a str) -> Edit<'a> {
+    let (mut start, mut start_byte) = (0, 0);
+    for ((i, a), b) in new.char_indices().zip(old.chars()) {
+        if a != b {
+            break;
+        }
+        (start, start_byte) = (start + 1, i + a.len_utf8());
+    }
+    let room = (old.len_chars() - start).min(new[start_byte..].chars().count());
+    let (mut suffix_chars, mut suffix_bytes) = (0, 0);
+    for (a, b) in new[start_byte..].chars().rev().zip(old.chars_at(old.len_chars()).reversed()).take(room) {
+        if a != b {
+            break;
+        }
+        (suffix_chars, suffix_bytes) = (suffix_chars + 1, suffix_bytes + a.len_utf8());
+    }
+    Edit { start, end: old.len_chars() - suffix_chars, text: &new[start_byte..new.len() - suffix_bytes] }
 }
 
 /// Tree-sitter's point for a byte offset: rows count `\n`, columns count bytes.
@@ -197,9 +222,16 @@ mod tests {
         d.apply_all(&[edit(1, 0, 1, 0, "def f(x):\n    return 'é'\n"), edit(0, 0, 0, 1, "")], Encoding::Utf16);
         assert_eq!(d.rope.to_string(), "éllorld\r\ndef f(x):\n    return 'é'\n");
         assert_tree_matches(&d);
-        d.apply_all(&[TextDocumentContentChangeWholeDocument { text: "class A:\n    pass\n".into() }.into()], Encoding::Utf16);
+        let whole: [TextDocumentContentChangeEvent; 1] = [TextDocumentContentChangeWholeDocument { text: "class A:\n    pass\n".into() }.into()];
+        d.apply_all(&whole, Encoding::Utf16);
         assert_eq!(d.rope.to_string(), "class A:\n    pass\n");
         assert_tree_matches(&d);
+        // Edits come back in characters; a whole text as the span that differs.
+        let whole: [TextDocumentContentChangeEvent; 1] = [TextDocumentContentChangeWholeDocument { text: "class Bé:\n    pass\n".into() }.into()];
+        assert_eq!(d.apply_all(&whole, Encoding::Utf16), vec![Edit { start: 6, end: 7, text: "Bé" }]);
+        let whole: [TextDocumentContentChangeEvent; 1] = [TextDocumentContentChangeWholeDocument { text: "class Bé:\n    pass\n".into() }.into()];
+        assert_eq!(d.apply_all(&whole, Encoding::Utf16), vec![Edit { start: 19, end: 19, text: "" }]);
+        assert_eq!(d.apply_all(&[edit(1, 4, 1, 8, "x")], Encoding::Utf16), vec![Edit { start: 14, end: 18, text: "x" }]);
     }
 
     /// The cursor after typing-like edits, as a char index of the text after them.

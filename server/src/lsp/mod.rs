@@ -61,6 +61,8 @@ pub struct Backend {
     /// Code actions: breaker, budget, test files being written, last route.
     actions: ActionService,
     clouds: CloudClients,
+    /// Acceptance statistics: suggestions shown, accepted, and their retention.
+    stats: crate::stats::track::Tracker,
 }
 
 /// Runs a request handler so that a panic inside it becomes an `InternalError` answer (and a
@@ -98,6 +100,7 @@ impl Backend {
             state: Mutex::default(),
             actions: ActionService::default(),
             clouds: CloudClients::default(),
+            stats: Default::default(),
         }
     }
 
@@ -180,7 +183,7 @@ impl LanguageServer for Backend {
                     .into(),
                 ),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: vec![actions::RUN.into(), actions::LAST_ROUTE.into()],
+                    commands: vec![actions::RUN.into(), actions::LAST_ROUTE.into(), completion::ACCEPTED.into()],
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -231,7 +234,8 @@ impl LanguageServer for Backend {
                     return;
                 };
                 let typed = doc.typed_cursor(&params.content_changes, enc);
-                doc.apply_all(&params.content_changes, enc);
+                let edits = doc.apply_all(&params.content_changes, enc);
+                self.stats.edited(uri.0.as_str(), &edits);
                 doc.version = params.text_document.version;
                 let line = typed.map(|at| doc.rope.char_to_line(at.min(doc.rope.len_chars())) as u32);
                 let ahead = match (typed, &engine) {
@@ -265,6 +269,7 @@ impl LanguageServer for Backend {
             let closed = {
                 let mut state = self.state();
                 let doc = state.docs.remove(&uri);
+                self.stats.closed(uri.0.as_str());
                 if let Some(session) = state.sessions.remove(&uri) {
                     session.close();
                 }

@@ -5,10 +5,12 @@
 //!
 //! Only counts, lengths, latencies and the names of the model, the language and the route are
 //! stored: **never code, never file names**, and nothing is ever sent anywhere. The table is
-//! bounded ([`MAX_ROWS`]). `ghostline stats` reads it ([`report`]). The language server's side
-//! (a `command` on each item, the retention checks on the tracked documents) is not wired yet.
+//! bounded ([`MAX_ROWS`]). `ghostline stats` reads it ([`report`]). The language server feeds
+//! it through [`track`]: each item it shows carries an accept command, and the accepted text is
+//! followed through the document's edits to the two retention checks.
 
 pub mod report;
+pub mod track;
 
 use std::path::{Path, PathBuf};
 
@@ -51,20 +53,12 @@ pub struct Shown<'a> {
     pub chars: usize,
 }
 
-/// When retention is measured after an accept.
+/// The two retention checks after an accept: 30 s and 5 minutes (`stats.retentionSeconds`
+/// shortens them for tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
     Seconds30,
     Minutes5,
-}
-
-impl Window {
-    pub fn after(self) -> std::time::Duration {
-        match self {
-            Window::Seconds30 => std::time::Duration::from_secs(30),
-            Window::Minutes5 => std::time::Duration::from_secs(300),
-        }
-    }
 }
 
 /// The statistics database.
@@ -143,11 +137,12 @@ impl Stats {
         Ok(id)
     }
 
-    /// The user accepted `chars` characters of suggestion `id` (all of it, or a word or line of
-    /// it); a second accept of the same suggestion adds to the first.
+    /// The user accepted the first `chars` characters of suggestion `id` (all of it, or a word
+    /// or line of it). A later accept of the same suggestion counts what was accepted so far (as
+    /// VS Code reports partial accepts): the larger length stays.
     pub fn accepted(&self, id: i64, chars: usize) -> Result<(), String> {
         self.db
-            .execute("UPDATE suggestions SET accepted_chars = COALESCE(accepted_chars, 0) + ?2 WHERE id = ?1", params![id, chars as i64])
+            .execute("UPDATE suggestions SET accepted_chars = MAX(COALESCE(accepted_chars, 0), ?2) WHERE id = ?1", params![id, chars as i64])
             .map(|_| ())
             .map_err(sql)
     }

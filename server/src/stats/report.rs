@@ -167,6 +167,43 @@ fn print_text(rows: &[Row], since: &str) {
     }
 }
 
+/// `doctor`'s line: the last 7 days in one sentence (shown, accepted, rate, retained at 5
+/// minutes), or why there is nothing. Makes no database file.
+pub fn doctor_line(settings: &crate::config::StatsConfig) -> String {
+    if !settings.enabled {
+        return "off (stats.enabled: false): nothing is recorded".into();
+    }
+    let Some(path) = settings.path.clone().or_else(Stats::default_path) else {
+        return "no data directory (HOME, XDG_DATA_HOME unset) and no stats.path: nothing is recorded".into();
+    };
+    if !path.exists() {
+        return format!("nothing recorded yet ({})", path.display());
+    }
+    let week = super::now_s() - 7 * 86_400;
+    let figures = Stats::open(&path).and_then(|s| {
+        s.db.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(accepted_chars > 0), 0),
+                    SUM(CASE WHEN accepted_chars > 0 AND retained_5m IS NOT NULL THEN retained_5m * accepted_chars END),
+                    SUM(CASE WHEN accepted_chars > 0 AND retained_5m IS NOT NULL THEN accepted_chars END)
+             FROM suggestions WHERE at_s >= ?1",
+            [week],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<f64>>(2)?, r.get::<_, Option<f64>>(3)?)),
+        )
+        .map_err(sql)
+    });
+    match figures {
+        Ok((shown, accepted, kept, of)) => {
+            let rate = if shown > 0 { pct(accepted as f64 / shown as f64) } else { "–".into() };
+            let retained = match (kept, of) {
+                (Some(k), Some(o)) if o > 0.0 => pct(k / o),
+                _ => "–".into(),
+            };
+            format!("last 7 days: {shown} shown, {accepted} accepted ({rate}), retained at 5 min {retained} (`ghostline stats` for more; {})", path.display())
+        }
+        Err(e) => e,
+    }
+}
+
 /// Runs `ghostline stats`.
 pub fn run(since: &str, json: bool, db: Option<PathBuf>) -> ExitCode {
     let fail = |m: String| {
@@ -216,11 +253,12 @@ mod tests {
         let b = shown("python", Route::Model, 200.0, 10);
         let _c = shown("python", Route::TypedAhead, 1.0, 5);
         let d = shown("rust", Route::Model, 90.0, 8);
-        // A whole accept and a partial (word) accept counted by length.
+        // A whole accept, and partial (word) accepts counted by the length accepted so far.
         let code = "let secret_code_marker = 42;";
         stats.accepted(a, code.len()).unwrap();
         stats.accepted(b, 4).unwrap();
-        stats.accepted(b, 3).unwrap();
+        stats.accepted(b, 7).unwrap();
+        stats.accepted(b, 5).unwrap();
         assert_eq!(stats.accepted_chars(b).unwrap(), Some(7));
         stats.retained(a, Window::Seconds30, retained_share(code, code)).unwrap();
         stats.retained(a, Window::Minutes5, retained_share(code, "let secret_code_marker = 43;")).unwrap();

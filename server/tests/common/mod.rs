@@ -57,9 +57,12 @@ pub fn binary() -> PathBuf {
 }
 
 /// Starts the server with no `GHOSTLINE_MODEL` in its environment (tests pass the path in
-/// `initializationOptions`, as editors do) and logs on our stderr.
+/// `initializationOptions`, as editors do) and logs on our stderr. Its data directory (the
+/// acceptance statistics' default place) is a temporary folder, not the user's.
 pub fn spawn() -> StdioClient {
-    let mut client = StdioClient::spawn(&binary(), &["lsp"], &[("GHOSTLINE_MODEL", "")], Stdio::inherit()).unwrap();
+    let data = std::env::temp_dir().join("ghostline-test-data");
+    let env = [("GHOSTLINE_MODEL", ""), ("XDG_DATA_HOME", data.to_str().unwrap())];
+    let mut client = StdioClient::spawn(&binary(), &["lsp"], &env, Stdio::inherit()).unwrap();
     assert!(client.is_running());
     client
 }
