@@ -7,8 +7,9 @@
 # the VS Code extension's unit tests, its bundle with vscode-languageclient against the real
 # server (a stand-in for VS Code's API), and its .vsix package; then that .vsix in a real VS Code
 # (code-server in headless Chromium: ghost text on screen, Tab, settings, status bar;
-# screenshots in target/ui-artifacts/vscode/). Installs what it needs, prints
-# "N passed, M failed" last and exits non-zero on any failure.
+# screenshots in target/ui-artifacts/vscode/), and the platform .vsix with the server inside
+# driven through the first run against a loopback Hub (target/ui-artifacts/vscode-first-run/).
+# Installs what it needs, prints "N passed, M failed" last and exits non-zero on any failure.
 #
 #   scripts/test-editors.sh              # everything
 #   scripts/test-editors.sh neovim       # or: helix, vscode, vscode-browser (several may be given)
@@ -109,6 +110,8 @@ if want neovim; then
     record neovim $?
     run_nvim_spec code_actions_spec.lua
     record neovim-code-actions $?
+    run_nvim_spec first_run_spec.lua
+    record neovim-first-run $?
   fi
 fi
 
@@ -199,6 +202,40 @@ PY
     status=1
   fi
   record vsix "$status"
+
+  # The platform .vsix with the release server inside (scripts/package-vsix.sh): packaged for
+  # this machine, its bundled binary extracted from the package and run.
+  case "$(uname -s)-$(uname -m)" in
+    Linux-x86_64) platform=linux-x64 ;;
+    Linux-aarch64) platform=linux-arm64 ;;
+    *) platform= ;;
+  esac
+  if [ -n "$platform" ]; then
+    rm -f "editors/vscode/ghostline-$platform.vsix"
+    if scripts/package-vsix.sh "$platform" >"$log/vsix-platform.log" 2>&1 &&
+      python3 - "editors/vscode/ghostline-$platform.vsix" "$platform" <<'PY'
+import os, stat, subprocess, sys, tempfile, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+info = z.getinfo("extension/bin/ghostline")
+assert (info.external_attr >> 16) & stat.S_IXUSR, "bin/ghostline is not executable in the .vsix"
+assert f'TargetPlatform="{sys.argv[2]}"' in z.read("extension.vsixmanifest").decode(), "no target platform in the manifest"
+with tempfile.TemporaryDirectory() as d:
+    path = z.extract(info, d)
+    os.chmod(path, 0o755)
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("ghostline "), out
+PY
+    then
+      echo "  ok - packaged editors/vscode/ghostline-$platform.vsix with the server inside ($(du -k "editors/vscode/ghostline-$platform.vsix" | cut -f1) KiB); its binary runs"
+      add 1 0
+      record vsix-platform 0
+    else
+      tail -20 "$log/vsix-platform.log" | sed 's/^/  /'
+      echo "  not ok - platform .vsix ($platform)"
+      add 0 1
+      record vsix-platform 1
+    fi
+  fi
 fi
 
 # --- VS Code for real: code-server in headless Chromium -------------------------------------
@@ -234,6 +271,10 @@ if want vscode-browser; then
       rm -f ghostline.vsix
       npm run --silent package >/dev/null || exit 1
     fi
+    # The platform .vsix with the server inside, for the first-run test (firstRun.browser.ts).
+    if ! want vscode || [ ! -f ghostline-linux-x64.vsix ]; then
+      ../../scripts/package-vsix.sh linux-x64 >/dev/null || exit 1
+    fi
   ) >"$log/browser-setup.log" 2>&1 || { tail -20 "$log/browser-setup.log" | sed 's/^/  /'; status=1; }
   echo "  set-up: $(( $(date +%s) - started )) s (code-server, Chromium, npm packages)"
   if [ "$status" -eq 0 ]; then
@@ -241,6 +282,7 @@ if want vscode-browser; then
     (
       cd editors/vscode &&
         GHOSTLINE_CODE_SERVER="$GHOSTLINE_CODE_SERVER" GHOSTLINE_VSIX="$PWD/ghostline.vsix" \
+        GHOSTLINE_PLATFORM_VSIX="$PWD/ghostline-linux-x64.vsix" \
         GHOSTLINE_UI_ARTIFACTS="$(cd ../.. && pwd)/target/ui-artifacts/vscode" \
         timeout 900 npm run --silent test:browser
     ) >"$log/browser.log" 2>&1
@@ -249,7 +291,7 @@ if want vscode-browser; then
     for n in $(sed -nE 's/^# pass ([0-9]+)/\1/p' "$log/browser.log"); do add "$n" 0; done
     for n in $(sed -nE 's/^# fail ([0-9]+)/\1/p' "$log/browser.log"); do add 0 "$n"; done
     [ "$status" -eq 0 ] || grep -vE '^# \[[0-9.]+ s\] ' "$log/browser.log" | grep -A12 '^not ok' | head -60 | sed 's/^/  /'
-    echo "  browser test: $(( $(date +%s) - started )) s; screenshots in target/ui-artifacts/vscode/"
+    echo "  browser test: $(( $(date +%s) - started )) s; screenshots in target/ui-artifacts/vscode/ and vscode-first-run/"
   fi
   record vscode-browser "$status"
 fi

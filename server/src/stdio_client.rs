@@ -2,7 +2,9 @@
 //!
 //! Used by `ghostline demo` and by the end-to-end tests to drive the real binary the way an
 //! editor does. Server-to-client requests (`window/workDoneProgress/create`, …) are answered
-//! with `null` (`workspace/applyEdit` with `{"applied": true}`) so the server never waits on us.
+//! with `null` (`workspace/applyEdit` with `{"applied": true}`; `window/showMessageRequest` with
+//! the action chosen by [`StdioClient::answer_message_requests`], if any) so the server never
+//! waits on us.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -23,6 +25,9 @@ pub struct StdioClient {
     pub notifications: Vec<Value>,
     /// Whether `workspace/applyEdit` is answered `applied: true` (the default) or refused.
     accept_edits: Arc<std::sync::atomic::AtomicBool>,
+    /// The start of the action title `window/showMessageRequest` is answered with (`None`: the
+    /// user dismissed it).
+    message_answer: Arc<Mutex<Option<String>>>,
 }
 
 fn write_message(out: &mut impl Write, message: &Value) -> std::io::Result<()> {
@@ -68,6 +73,8 @@ impl StdioClient {
         let answer = Arc::clone(&stdin);
         let accept_edits = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let accept = Arc::clone(&accept_edits);
+        let message_answer: Arc<Mutex<Option<String>>> = Arc::default();
+        let pick = Arc::clone(&message_answer);
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             while let Some(message) = read_message(&mut reader) {
@@ -76,6 +83,12 @@ impl StdioClient {
                     let result = match message["method"].as_str() {
                         Some("workspace/applyEdit") if accept.load(std::sync::atomic::Ordering::SeqCst) => json!({"applied": true}),
                         Some("workspace/applyEdit") => json!({"applied": false, "failureReason": "refused by the test client"}),
+                        Some("window/showMessageRequest") => {
+                            let pick = pick.lock().unwrap().clone();
+                            let actions = message["params"]["actions"].as_array().cloned().unwrap_or_default();
+                            pick.and_then(|p| actions.into_iter().find(|a| a["title"].as_str().is_some_and(|t| t.starts_with(&p))))
+                                .unwrap_or(Value::Null)
+                        }
                         _ => Value::Null,
                     };
                     let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
@@ -86,13 +99,19 @@ impl StdioClient {
                 }
             }
         });
-        Ok(StdioClient { child, stdin, incoming, next_id: 0, responses: Vec::new(), notifications: Vec::new(), accept_edits })
+        Ok(StdioClient { child, stdin, incoming, next_id: 0, responses: Vec::new(), notifications: Vec::new(), accept_edits, message_answer })
     }
 
     /// From now on, answer `workspace/applyEdit` with `applied: accept` (an editor that refuses
     /// an edit answers `false`).
     pub fn accept_edits(&self, accept: bool) {
         self.accept_edits.store(accept, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// From now on, answer `window/showMessageRequest` with the first action whose title starts
+    /// with `prefix` (`None`, the default: dismissed, as an editor's closed notification).
+    pub fn answer_message_requests(&self, prefix: Option<&str>) {
+        *self.message_answer.lock().unwrap() = prefix.map(str::to_owned);
     }
 
     /// Waits for the server process to end on its own (after `exit`, or when its input closes).

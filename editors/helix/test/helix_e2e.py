@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 import traceback
@@ -69,7 +70,7 @@ def word_char(c):
 class Helix:
     """One `hx` in its own tmux server, on a fresh project folder."""
 
-    def __init__(self, case, model_path=None, source=None):
+    def __init__(self, case, model_path=None, source=None, extra_env=None):
         self.case = case
         self.step = 0
         self.tmp = Path(tempfile.mkdtemp(prefix=f"ghostline-hx-{case}-"))
@@ -80,7 +81,7 @@ class Helix:
         self.source = self.file.read_text()
         config = self.tmp / "config/helix"
         config.mkdir(parents=True)
-        (config / "languages.toml").write_text(languages_toml(model_path or MODEL))
+        (config / "languages.toml").write_text(languages_toml(MODEL if model_path is None else model_path))
         self.log = self.tmp / "helix.log"
         self.socket = f"ghostline-hx-{os.getpid()}-{case}"
         env = {
@@ -93,6 +94,7 @@ class Helix:
             "TERM": "xterm-256color",
             "COLORTERM": "truecolor",
             "LANG": "C.UTF-8",
+            **(extra_env or {}),
         }
         # The environment ghostline sees comes from Helix: no GHOSTLINE_MODEL, so the model is
         # the one in languages.toml (or none).
@@ -295,17 +297,24 @@ def saved(hx, want, what):
 # --- the cases --------------------------------------------------------------------------------
 
 
-def case_complete(hx):
-    """Type into a function body, ask with C-x: ghostline's item is in the menu; Tab + Enter
-    puts exactly it into the buffer; :w writes it."""
-    want = expected()
-    hx.ready()
+def menu_for_typed(hx, want):
+    """Types TYPED over `pass` and asks with C-x; returns the label of ghostline's item (`want`)
+    once the menu shows it."""
     hx.change_pass()
     hx.type(TYPED)
     hx.keys("C-x")
     label = label_of(want)
     hx.wait(lambda s: menu_row(s, label), f"ghostline's item {label!r} in the completion menu")
     hx.shot("menu")
+    return label
+
+
+def case_complete(hx):
+    """Type into a function body, ask with C-x: ghostline's item is in the menu; Tab + Enter
+    puts exactly it into the buffer; :w writes it."""
+    want = expected()
+    hx.ready()
+    label = menu_for_typed(hx, want)
     # Tab selects the first item (Helix previews it in the buffer): ghostline's, first.
     hx.keys("Tab")
     first_line = want.split("\n")[0]
@@ -437,6 +446,42 @@ def case_missing_model(hx):
     check(hx.ghostline_pid() == pid, "the same ghostline process still runs")
 
 
+def case_first_run(hx):
+    """No model configured and none on the machine (an empty home): ghostline's first-run
+    question appears in Helix's picker with its three choices; Enter on the first, *Download*,
+    pulls the model from a loopback Hub (scripts/fake-hub.py) and loads it with no setting
+    edited; then C-x lists ghostline's item for the typed text."""
+    hx.wait(lambda s: "NOR" in s and "stats.py" in s, "Helix in normal mode with stats.py")
+    screen = hx.wait(lambda s: "Download qwen2.5-coder-" in s and s, "the first-run question in Helix's picker", timeout=60)
+    hx.shot("question")
+    check("Choose a file" in screen and "Not now" in screen, f"the three choices:\n{indent(screen)}")
+    hx.keys("Enter")
+    hx.wait_log("ghostline: model ready", "the downloaded model loaded", timeout=180)
+    hx.shot("downloaded")
+    check("found in Hugging Face cache" in hx.log_text(), "discovery found the download in the Hugging Face cache")
+    check(any(r.startswith("GET /cdn/") for r in FIRST_RUN["requests"]()), "the loopback Hub served the model")
+    menu_for_typed(hx, expected())
+    hx.keys("Escape", "Escape")
+
+
+def start_fake_hub():
+    """scripts/fake-hub.py serving the test model; the environment that points ghostline at it."""
+    hub = subprocess.Popen([sys.executable, str(ROOT / "scripts/fake-hub.py"), MODEL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    endpoint = hub.stdout.readline().strip()
+    check(endpoint.startswith("http://"), f"fake-hub.py printed {endpoint!r}")
+    requests = []
+
+    def drain():
+        for line in hub.stderr:
+            requests.append(line.strip())
+
+    threading.Thread(target=drain, daemon=True).start()
+    FIRST_RUN.update(process=hub, requests=lambda: list(requests), env={"HF_ENDPOINT": endpoint})
+
+
+FIRST_RUN = {}
+
+
 def selected_row_has(screen_with_escapes, text):
     """Whether the menu row showing `text` is the selected one: the menu's rows share one
     background, the selected row has another (read from `capture-pane -e`)."""
@@ -506,6 +551,8 @@ CASES = {
     "multi-line": (case_multi_line, None, MULTI_LINE_SOURCE),
     "generate-tests": (case_generate_tests, None, None),
     "missing-model": (case_missing_model, MISSING_MODEL, None),
+    # "": no model.path (the server discovers, finds nothing, and asks).
+    "first-run": (case_first_run, "", None),
 }
 
 
@@ -527,7 +574,12 @@ def main():
         started = time.monotonic()
         hx = None
         try:
-            hx = Helix(name, model_path, source)
+            extra_env = None
+            if name == "first-run":
+                if not FIRST_RUN:
+                    start_fake_hub()
+                extra_env = FIRST_RUN["env"]
+            hx = Helix(name, model_path, source, extra_env)
             run(hx)
             passed += 1
             print(f"ok - {name}: {' '.join(run.__doc__.split())} ({time.monotonic() - started:.1f} s)", flush=True)
@@ -538,6 +590,8 @@ def main():
         finally:
             if hx is not None:
                 hx.close()
+    if FIRST_RUN:
+        FIRST_RUN["process"].kill()
     print(f"# screens and Helix's logs in {ARTIFACTS}")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1

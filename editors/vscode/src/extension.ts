@@ -1,8 +1,11 @@
 // The VS Code side of ghostline: starts the language server, passes the settings, shows the
-// model's state in the status bar. Ghost text itself comes from vscode-languageclient's built-in
+// model's state in the status bar, and handles the first run's file dialog and download toast
+// (firstRun.ts). Ghost text itself comes from vscode-languageclient's built-in
 // `textDocument/inlineCompletion` support (LSP 3.18).
 import { execFile } from "node:child_process";
+import * as fs from "node:fs";
 import * as os from "node:os";
+import * as path from "node:path";
 import * as readline from "node:readline";
 import * as vscode from "vscode";
 import {
@@ -16,6 +19,7 @@ import {
 } from "vscode-languageclient/node";
 
 import { toServerChange, toServerSettings } from "./config";
+import { CHOOSE_MODEL_NOTIFICATION, DownloadToasts, Toast, fillCapabilities } from "./firstRun";
 import { locateServer } from "./locate";
 import { ProgressValue, Status } from "./status";
 import { Level, stderrLine } from "./stderr";
@@ -42,6 +46,35 @@ function render() {
   item.show();
 }
 
+/** `ghostline.chooseModel`: a file dialog for a GGUF model, written to `ghostline.model.path`. */
+async function chooseModel(): Promise<void> {
+  const picked = await vscode.window.showOpenDialog({
+    canSelectFiles: true,
+    canSelectFolders: false,
+    canSelectMany: false,
+    filters: { "GGUF model": ["gguf"] },
+    openLabel: "Use this model",
+    title: "ghostline: choose a GGUF model",
+  });
+  const file = picked?.[0];
+  if (!file) return;
+  await vscode.workspace.getConfiguration(SECTION).update("model.path", file.fsPath, vscode.ConfigurationTarget.Global);
+}
+
+/** A notification progress toast, open until `done`. */
+function toast(title: string): Toast {
+  let report: (increment: number, message?: string) => void = () => undefined;
+  let done: () => void = () => undefined;
+  const closed = new Promise<void>((resolve) => (done = resolve));
+  void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, (progress) => {
+    report = (increment, message) => progress.report({ increment, message });
+    return closed;
+  });
+  return { report: (increment, message) => report(increment, message), done: () => done() };
+}
+
+const downloads = new DownloadToasts(toast);
+
 function probe(file: string): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(file, ["--version"], { timeout: 5000 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
@@ -53,6 +86,17 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   status = new Status();
   status.enabled = config.get<boolean>("completion.enabled", true);
   render();
+
+  // A platform .vsix carries the server in bin/; an unpacker that dropped its mode bits must not
+  // make the extension fall back to another binary.
+  const bundled = path.join(context.extensionPath, "bin", "ghostline");
+  if (process.platform !== "win32" && fs.existsSync(bundled)) {
+    try {
+      fs.chmodSync(bundled, 0o755);
+    } catch {
+      // Read-only install: the probe below says whether it runs.
+    }
+  }
 
   let found;
   try {
@@ -109,6 +153,8 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
         return result;
       },
       handleWorkDoneProgress: (token, params, next) => {
+        // The first-run download also gets a toast; the status bar follows every progress.
+        downloads.handle(token, params as ProgressValue);
         status.progress(token, params as ProgressValue);
         render();
         next(token, params);
@@ -116,6 +162,14 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     },
   };
   client = new LanguageClient(SECTION, "ghostline", serverOptions, clientOptions);
+  // "Choose a file…" in the server's first-run question: the server asks us to open a dialog.
+  client.registerFeature({
+    fillClientCapabilities: fillCapabilities,
+    initialize() {},
+    getState: () => ({ kind: "static" }),
+    clear() {},
+  });
+  client.onNotification(CHOOSE_MODEL_NOTIFICATION, () => void chooseModel());
   // Registered before start so they replace the client's default handlers; messages still go
   // to the output channel and to VS Code's notifications as before.
   client.onNotification(LogMessageNotification.type, (params) => {
@@ -189,6 +243,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("ghostline.toggleCompletions", toggleCompletions),
     vscode.commands.registerCommand("ghostline.showLastRoute", showLastRoute),
     vscode.commands.registerCommand("ghostline.showOutput", () => output.show()),
+    vscode.commands.registerCommand("ghostline.chooseModel", chooseModel),
     vscode.commands.registerCommand("ghostline.restartServer", async () => {
       await stop();
       await start(context);

@@ -4,6 +4,7 @@
 export type ModelState =
   | { kind: "starting" }
   | { kind: "loading"; percent?: number }
+  | { kind: "downloading"; percent?: number }
   | { kind: "ready"; detail?: string }
   | { kind: "error"; message: string }
   | { kind: "stopped" };
@@ -15,6 +16,8 @@ export type ProgressValue =
   | { kind: "end"; message?: string };
 
 export const MODEL_PROGRESS_TITLE = "ghostline: loading model";
+/** The first run's download (`ghostline: downloading <model>`). */
+export const DOWNLOAD_PROGRESS_TITLE = /^ghostline: downloading /;
 
 export interface StatusView {
   text: string;
@@ -35,12 +38,19 @@ export class Status {
       this.progressTitles.set(token, value.title);
       if (value.title === MODEL_PROGRESS_TITLE) {
         this.model = { kind: "loading", percent: value.percentage };
+      } else if (DOWNLOAD_PROGRESS_TITLE.test(value.title)) {
+        this.model = { kind: "downloading", percent: value.percentage };
       } else {
         this.lastRoute = value.message ? `${value.title}: ${value.message}` : value.title;
       }
       return;
     }
     const title = this.progressTitles.get(token);
+    if (title !== undefined && DOWNLOAD_PROGRESS_TITLE.test(title)) {
+      if (value.kind === "report" && this.model.kind === "downloading") this.model = { kind: "downloading", percent: value.percentage };
+      if (value.kind === "end") this.progressTitles.delete(token);
+      return;
+    }
     if (title !== MODEL_PROGRESS_TITLE) {
       if (value.kind === "end") this.progressTitles.delete(token);
       return;
@@ -64,6 +74,8 @@ export class Status {
   /** `window/logMessage`: "model ready" means ready even without `$/progress`. */
   log(message: string): void {
     if (/\bmodel ready\b/.test(message) && this.model.kind !== "ready") this.model = { kind: "ready" };
+    // "Not now" to the first-run question: no model this session.
+    else if (/no model configured, none downloaded/.test(message)) this.model = { kind: "error", message: message.replace(/^ghostline:\s*/, "") };
   }
 
   /**
@@ -90,6 +102,10 @@ export class Status {
       case "loading": {
         const pct = this.model.percent === undefined ? "" : ` ${this.model.percent}%`;
         return { text: `$(loading~spin) ghostline${pct}`, tooltip: "ghostline: loading the model", error: false };
+      }
+      case "downloading": {
+        const pct = this.model.percent === undefined ? "" : ` ${this.model.percent}%`;
+        return { text: `$(cloud-download) ghostline${pct}`, tooltip: "ghostline: downloading the model (first run)", error: false };
       }
       case "ready":
         return {

@@ -8,12 +8,15 @@
 //   GHOSTLINE_VSIX         the freshly packaged extension (default: ghostline.vsix here)
 //   GHOSTLINE_CHROMIUM     the browser (default: /usr/bin/chromium, Debian's package)
 //   GHOSTLINE_UI_ARTIFACTS screenshots and logs (default: <repo>/target/ui-artifacts/vscode)
+// A test may install another .vsix, change the base settings, add to code-server's environment
+// (and so the server's) and keep its screenshots in a folder of its own (StartOptions).
 import assert from "node:assert/strict";
 import { ChildProcess, execFile, spawn } from "node:child_process";
 import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { test } from "node:test";
 import { promisify } from "node:util";
 
 import type { BrowserContext, Locator, Page } from "playwright-core";
@@ -50,6 +53,19 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** `step(name, fn)`: a test that leaves a screenshot of the screen when it fails. */
+export function stepsOf(harness: () => Harness | undefined): (name: string, fn: () => Promise<void>) => void {
+  return (name, fn) =>
+    test(name, async () => {
+      try {
+        await fn();
+      } catch (error) {
+        await harness()?.shot("FAILED").catch(() => undefined);
+        throw error;
+      }
+    });
+}
+
 /** Elapsed-time log lines, so a slow step shows where the minutes went. */
 const t0 = Date.now();
 export function note(message: string): void {
@@ -83,15 +99,26 @@ async function waitForHttp(url: string, child: ChildProcess, ms: number): Promis
   }
 }
 
-export async function startVsCode(files: Record<string, string>): Promise<Harness> {
+export interface StartOptions {
+  /** The .vsix to install (default: GHOSTLINE_VSIX, else ghostline.vsix here). */
+  vsix?: string;
+  /** Laid over the base user settings; a key set to undefined is removed. */
+  settings?: Record<string, unknown>;
+  /** Added to code-server's environment, which the extension host and the server inherit. */
+  env?: Record<string, string>;
+  /** Screenshots and logs go to the artifacts folder with this suffix (`vscode-first-run`). */
+  artifactsSuffix?: string;
+}
+
+export async function startVsCode(files: Record<string, string>, options: StartOptions = {}): Promise<Harness> {
   const bin = required("GHOSTLINE_BIN");
   const model = required("GHOSTLINE_MODEL");
   const codeServer = required("GHOSTLINE_CODE_SERVER");
-  const vsix = process.env.GHOSTLINE_VSIX || join(extensionRoot, "ghostline.vsix");
+  const vsix = options.vsix || process.env.GHOSTLINE_VSIX || join(extensionRoot, "ghostline.vsix");
   assert.ok(existsSync(vsix), `the packaged extension is missing: ${vsix} (npm run package)`);
   const chromiumPath = process.env.GHOSTLINE_CHROMIUM || "/usr/bin/chromium";
   assert.ok(existsSync(chromiumPath), `Chromium is missing: ${chromiumPath} (apt-get install chromium)`);
-  const artifacts = process.env.GHOSTLINE_UI_ARTIFACTS || join(repoRoot, "target", "ui-artifacts", "vscode");
+  const artifacts = (process.env.GHOSTLINE_UI_ARTIFACTS || join(repoRoot, "target", "ui-artifacts", "vscode")) + (options.artifactsSuffix ?? "");
   rmSync(artifacts, { recursive: true, force: true });
   mkdirSync(artifacts, { recursive: true });
 
@@ -132,7 +159,7 @@ export async function startVsCode(files: Record<string, string>): Promise<Harnes
   };
   const writeSettings = (extra: Record<string, unknown>) => {
     const merged: Record<string, unknown> = { ...base };
-    for (const [k, v] of Object.entries(extra)) {
+    for (const [k, v] of Object.entries({ ...options.settings, ...extra })) {
       if (v === undefined) delete merged[k];
       else merged[k] = v;
     }
@@ -159,7 +186,7 @@ export async function startVsCode(files: Record<string, string>): Promise<Harnes
       // Its own process group: close() ends code-server, its extension host and ghostline.
       detached: true,
       // No extension gallery: nothing leaves the machine (the test installs the .vsix itself).
-      env: { ...process.env, GHOSTLINE_LOG: "ghostline=debug", EXTENSIONS_GALLERY: "{}" },
+      env: { ...process.env, GHOSTLINE_LOG: "ghostline=debug", EXTENSIONS_GALLERY: "{}", ...options.env },
     },
   );
   closeSync(logFd);

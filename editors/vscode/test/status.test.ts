@@ -65,3 +65,23 @@ test("routed actions: their progress title is the last route; none yet says so",
   // Other progress does not disturb the model state.
   assert.equal(s.model.kind, "starting");
 });
+
+test("the first run's download shows in the status bar, then the load takes over", () => {
+  const s = new Status();
+  const pull = "ghostline/pull/42";
+  s.progress(pull, { kind: "begin", title: "ghostline: downloading qwen2.5-coder-1.5b", percentage: 0 });
+  s.progress(pull, { kind: "report", percentage: 30, message: "30 of 100 MB, 12.0 MB/s" });
+  assert.match(s.view().text, /cloud-download\) ghostline 30%/);
+  assert.match(s.view().tooltip, /downloading/);
+  s.progress(pull, { kind: "end", message: "downloaded; loading the model" });
+  s.progress(TOKEN, { kind: "begin", title: MODEL_PROGRESS_TITLE, percentage: 0 });
+  s.progress(TOKEN, { kind: "end", message: "ready: Q8_0" });
+  assert.deepEqual(s.model, { kind: "ready", detail: "Q8_0" });
+});
+
+test("'Not now' to the first-run question: the status bar says there is no model", () => {
+  const s = new Status();
+  s.log("ghostline: no model configured, none downloaded (not now): completions are off this session; set model.path, …");
+  assert.equal(s.model.kind, "error");
+  assert.match(s.view().tooltip, /none downloaded \(not now\)/);
+});

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { after, before } from "node:test";
 import { promisify } from "node:util";
 
-import { Harness, cursor, ghostText, note, repoRoot, startVsCode, statusItem, until } from "./browser-harness";
+import { Harness, cursor, ghostText, note, repoRoot, startVsCode, statusItem, stepsOf, until } from "./browser-harness";
 
 const run = promisify(execFile);
 const FILE = "stats.py";
@@ -30,17 +30,7 @@ const OFF_WAIT_MS = 15_000;
 let h: Harness;
 let ready = false;
 
-/** A test that leaves a screenshot of the screen when it fails. */
-function step(name: string, fn: () => Promise<void>) {
-  test(name, async () => {
-    try {
-      await fn();
-    } catch (error) {
-      await h?.shot("FAILED").catch(() => undefined);
-      throw error;
-    }
-  });
-}
+const step = stepsOf(() => h);
 
 function requireReady() {
   assert.ok(ready, "an earlier step failed: the editor is not in the state this step needs");

@@ -12,6 +12,7 @@ pub mod actions;
 mod completion;
 pub mod document;
 pub mod encoding;
+mod first_run;
 mod model;
 pub mod state;
 pub mod transport;
@@ -56,8 +57,9 @@ pub struct Backend {
     client: Client,
     /// What `initialize` told; defaults before it.
     info: OnceLock<ClientInfo>,
-    /// What notifications change, behind one lock (see [`state`] for the ordering rule).
-    state: Mutex<State>,
+    /// What notifications change, behind one lock (see [`state`] for the ordering rule);
+    /// shared with the first run's download task.
+    state: Arc<Mutex<State>>,
     /// Code actions: breaker, budget, test files being written, last route.
     actions: ActionService,
     clouds: CloudClients,
@@ -97,7 +99,7 @@ impl Backend {
         Backend {
             client,
             info: OnceLock::new(),
-            state: Mutex::default(),
+            state: Arc::default(),
             actions: ActionService::default(),
             clouds: CloudClients::default(),
             stats: Default::default(),
@@ -197,7 +199,10 @@ impl LanguageServer for Backend {
         for (kind, message) in messages {
             self.client.show_message(kind, message).await;
         }
-        self.report_model_status();
+        // No model: ask whether to download one (`first_run`), else report the model's status.
+        if !self.first_run() {
+            self.report_model_status();
+        }
         self.index_workspace();
     }
 

@@ -2,12 +2,13 @@
 //! new completion settings on the same one), the model thread restarted when it dies, and its
 //! status reported to the editor (`$/progress` while it loads, messages when it fails).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use tower_lsp_server::gen_lsp_types::*;
 use tower_lsp_server::Client;
 
+use super::state::{ClientCaps, State};
 use super::Backend;
 use crate::config::{self, Config};
 use crate::engine::Engine;
@@ -30,19 +31,7 @@ impl Backend {
     /// (Re)starts the model with the current configuration. Its loading is reported to the
     /// client when `report` is set (only once the client is initialized).
     pub(super) fn start_model(&self, report: bool) {
-        let config = self.state().config.clone();
-        // The new model loads only once the old thread has let its model go: one resident.
-        let previous = self.engine().map(|e| e.model.residency());
-        let handle = ModelHandle::spawn_after(&config.model, Sampling::from(&config.completion), previous);
-        let engine = Arc::new(Engine::new(handle, config.completion.clone()));
-        let old = self.state().set_engine(Some(engine));
-        if let Some(old) = old {
-            // Joining the old model thread may wait for its current job: not on the runtime.
-            tokio::task::spawn_blocking(move || drop(old));
-        }
-        if report {
-            self.report_model_status();
-        }
+        start_model_in(&self.client, &self.state, self.caps(), report);
     }
 
     /// Completion settings the model thread does not fix at start: a new engine on the same
@@ -62,10 +51,7 @@ impl Backend {
     }
 
     pub(super) fn report_model_status(&self) {
-        if let Some(engine) = self.engine() {
-            let progress = self.caps().work_done_progress;
-            tokio::spawn(report_model_status(self.client.clone(), engine.model.status(), progress));
-        }
+        report_status_in(&self.client, &self.state, self.caps());
     }
 
     /// The model thread died (a panic outside any job): tell the user and load the model
@@ -138,6 +124,32 @@ impl Backend {
                 self.client.show_message(MessageType::Error, format!("ghostline: {message}; keeping the previous settings")).await;
             }
         }
+    }
+}
+
+/// [`Backend::start_model`] from outside a handler (the first run's download): the state, the
+/// client and its capabilities are all it needs.
+pub(super) fn start_model_in(client: &Client, state: &Mutex<State>, caps: ClientCaps, report: bool) {
+    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    let config = lock().config.clone();
+    // The new model loads only once the old thread has let its model go: one resident.
+    let previous = lock().engine.as_ref().map(|e| e.model.residency());
+    let handle = ModelHandle::spawn_after(&config.model, Sampling::from(&config.completion), previous);
+    let engine = Arc::new(Engine::new(handle, config.completion.clone()));
+    let old = lock().set_engine(Some(engine));
+    if let Some(old) = old {
+        // Joining the old model thread may wait for its current job: not on the runtime.
+        tokio::task::spawn_blocking(move || drop(old));
+    }
+    if report {
+        report_status_in(client, state, caps);
+    }
+}
+
+fn report_status_in(client: &Client, state: &Mutex<State>, caps: ClientCaps) {
+    let engine = state.lock().unwrap_or_else(PoisonError::into_inner).engine.clone();
+    if let Some(engine) = engine {
+        tokio::spawn(report_model_status(client.clone(), engine.model.status(), caps.work_done_progress));
     }
 }
 

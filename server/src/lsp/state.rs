@@ -148,6 +148,9 @@ pub struct ClientCaps {
     pub document_changes: bool,
     /// … which may create files.
     pub creates_files: bool,
+    /// `experimental.ghostline.chooseModel`: the client opens a file dialog for the model on
+    /// `ghostline/chooseModel` (the VS Code extension).
+    pub choose_model: bool,
 }
 
 /// What `initialize` told: the capabilities and the workspace folders.
@@ -181,6 +184,7 @@ impl ClientInfo {
             creates_files: edit
                 .and_then(|e| e.resource_operations.as_ref())
                 .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+            choose_model: c.experimental.as_ref().is_some_and(|e| e["ghostline"]["chooseModel"] == true),
         };
         let folders = match &params.workspace_folders_initialize_params.workspace_folders {
             Some(WorkspaceFolders::WorkspaceFolderList(list)) => list.as_slice(),
@@ -231,7 +235,8 @@ mod tests {
                 "general": {"positionEncodings": ["utf-8"]},
                 "window": {"workDoneProgress": true},
                 "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit", "command"]}}},
-                "workspace": {"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename"]}}
+                "workspace": {"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename"]}},
+                "experimental": {"ghostline": {"chooseModel": true}}
             }
         }))
         .unwrap();
@@ -243,6 +248,7 @@ mod tests {
             resolves_command: true,
             document_changes: true,
             creates_files: true,
+            choose_model: true,
         };
         assert_eq!(info.caps, want);
         assert_eq!(info.roots, vec![PathBuf::from("/r")]);

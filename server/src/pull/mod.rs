@@ -12,6 +12,7 @@
 pub mod bar;
 pub mod cache;
 pub mod catalog;
+pub mod first_run;
 pub mod hub;
 pub mod recommend;
 

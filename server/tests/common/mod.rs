@@ -1,6 +1,8 @@
 //! Helpers for end-to-end tests: the real `ghostline` binary over stdio with the real test model.
 #![allow(dead_code)]
 
+pub mod hub;
+
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -155,4 +157,23 @@ pub fn log_messages(client: &StdioClient) -> Vec<String> {
         .filter(|n| n["method"] == "window/logMessage" || n["method"] == "window/showMessage")
         .map(|n| n["params"]["message"].as_str().unwrap_or("").to_owned())
         .collect()
+}
+
+/// The `strace` arguments that record process starts and socket use into `trace`, then run
+/// `program args…` (see [`assert_no_network`]).
+pub fn strace_args(trace: &std::path::Path, program: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ["-f", "-qq", "-e", "trace=socket,connect,execve", "-o"].iter().map(|s| s.to_string()).collect();
+    v.push(trace.to_string_lossy().into_owned());
+    v.push(program.to_string_lossy().into_owned());
+    v.extend(args.iter().map(|s| s.to_string()));
+    v
+}
+
+/// The trace `strace_args` wrote shows the process start and no internet socket or connect.
+pub fn assert_no_network(trace: &std::path::Path, what: &str) {
+    let log = std::fs::read_to_string(trace).unwrap();
+    assert!(log.contains("execve("), "strace recorded nothing: {log}");
+    let offending: Vec<&str> =
+        log.lines().filter(|l| l.contains("socket(AF_INET") || l.contains("socket(AF_INET6") || l.contains("connect(")).collect();
+    assert!(offending.is_empty(), "offline, yet {what} used the network:\n{}", offending.join("\n"));
 }
