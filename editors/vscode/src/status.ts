@@ -85,7 +85,8 @@ export class Status {
    */
   showMessage(type: number, message: string): void {
     const text = message.replace(/^ghostline:\s*/, "");
-    if (/no model configured/.test(text)) this.model = { kind: "error", message: text };
+    // (An info message "no model configured; using … found in …" names a discovered model.)
+    if (type <= 2 && /no model configured/.test(text)) this.model = { kind: "error", message: text };
     else if (type === 1 && this.model.kind !== "ready") this.model = { kind: "error", message: text };
   }
 

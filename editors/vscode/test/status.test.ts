@@ -85,3 +85,13 @@ test("'Not now' to the first-run question: the status bar says there is no model
   assert.equal(s.model.kind, "error");
   assert.match(s.view().tooltip, /none downloaded \(not now\)/);
 });
+
+test("a discovered model's info message ('no model configured; using … found in …') is not an error", () => {
+  const s = new Status();
+  s.progress(TOKEN, { kind: "begin", title: MODEL_PROGRESS_TITLE, percentage: 0 });
+  s.progress(TOKEN, { kind: "end", message: "ready: Q4_1" });
+  s.showMessage(3, "ghostline: no model configured; using /hf/hub/models--o--r/snapshots/c/m.gguf found in Hugging Face cache: …");
+  assert.equal(s.model.kind, "ready");
+  s.showMessage(2, "ghostline: no model configured, and none found in the Hugging Face, LM Studio, llama.cpp or Ollama folders");
+  assert.equal(s.model.kind, "error");
+});
