@@ -41,7 +41,13 @@ vim.opt.shortmess:append('c')
 -- As the README recommends for vim.lsp.completion: show the menu even for one item, insert
 -- nothing until an item is chosen.
 vim.o.completeopt = 'menu,menuone,noinsert,popup'
-require('ghostline').setup({ model = model, settings = { completion = { maxTokens = 24 } } })
+-- Acceptance statistics in a file of this test's own, with the retention checks 1 s and 2 s
+-- after an accept instead of 30 s and 5 minutes.
+local stats_db = vim.fs.joinpath(dir, 'stats.sqlite')
+require('ghostline').setup({
+  model = model,
+  settings = { completion = { maxTokens = 24 }, stats = { path = stats_db, retentionSeconds = { 1, 2 } } },
+})
 
 local client, bufnr
 
@@ -107,6 +113,24 @@ H.test('typing in insert mode, then <C-Space>: the suggestion arrives as a compl
   end, function() return 'the accepted suggestion in the buffer, got ' .. vim.inspect(vim.api.nvim_buf_get_lines(bufnr, #SOURCE, -1, false)) end)
   H.eq({ #SOURCE + #lines, #lines[#lines] }, vim.api.nvim_win_get_cursor(0), 'cursor after the suggestion')
   H.eq('i', vim.api.nvim_get_mode().mode, 'still in insert mode')
+end)
+
+H.test('the accept ran the item\'s command: `ghostline stats` shows it, with retention', function()
+  local row
+  H.wait(30000, function()
+    local out = vim.system({ 'ghostline', 'stats', '--json', '--since', 'all', '--db', stats_db }, { text = true }):wait()
+    H.eq(0, out.code, 'ghostline stats: ' .. (out.stderr or ''))
+    row = vim.json.decode(out.stdout).rows[1]
+    return row and row.retained_5m ~= vim.NIL and row.retained_5m ~= nil
+  end, function() return 'an accept with its retention, got ' .. vim.inspect(row) end)
+  H.eq('python', row.language, 'language')
+  H.eq(1, row.accepted, 'accepted')
+  H.ok(row.shown >= 1 and row.accepted_chars > 0, 'shown and accepted characters: ' .. vim.inspect(row))
+  -- Nothing was edited since the accept: all of it is still there at both checks.
+  H.eq(1, row.retained_30s, 'retained at the first check')
+  H.eq(1, row.retained_5m, 'retained at the second check')
+  local bytes = table.concat(vim.fn.readfile(stats_db, 'b'), '\n')
+  H.ok(not bytes:find('stats.py', 1, true) and not bytes:find('arithmetic mean', 1, true), 'no file name or code in the database')
 end)
 
 H.test('inlineCompletion after more typing (non-ASCII included): ghost text for the cursor, applied at its range', function()

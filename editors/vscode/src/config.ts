@@ -11,6 +11,7 @@ export interface ServerSettings {
   model?: { path?: string; threads?: number };
   completion?: { enabled?: boolean; generateAhead?: boolean; maxTokens?: number };
   cloud?: { endpoint?: string; model?: string; apiKeyEnv?: string };
+  stats?: { enabled?: boolean; path?: string; retentionSeconds?: [number, number] };
   privacy?: Privacy;
   offline?: boolean;
 }
@@ -35,6 +36,13 @@ export function expandPath(path: string, env: NodeJS.ProcessEnv, home: string): 
   return out;
 }
 
+/** Two positive numbers of seconds, the second not below the first (`stats.retentionSeconds`). */
+function retention(value: unknown): [number, number] | undefined {
+  if (!Array.isArray(value) || value.length !== 2) return undefined;
+  const [a, b] = value as unknown[];
+  return typeof a === "number" && typeof b === "number" && a > 0 && b >= a ? [a, b] : undefined;
+}
+
 function prune<T extends object>(section: T): T | undefined {
   const entries = Object.entries(section).filter(([, v]) => v !== undefined);
   return entries.length === 0 ? undefined : (Object.fromEntries(entries) as T);
@@ -56,6 +64,8 @@ export function toServerSettings(
   const offline = get("offline");
   const enabled = get("completion.enabled");
   const generateAhead = get("completion.generateAhead");
+  const statsEnabled = get("stats.enabled");
+  const statsPath = text(get("stats.path"));
   const settings: ServerSettings = {
     model: prune({
       path: modelPath === undefined ? undefined : expandPath(modelPath, env, home),
@@ -71,6 +81,11 @@ export function toServerSettings(
       model: text(get("cloud.model")),
       apiKeyEnv: text(get("cloud.apiKeyEnv")),
     }),
+    stats: prune({
+      enabled: typeof statsEnabled === "boolean" ? statsEnabled : undefined,
+      path: statsPath === undefined ? undefined : expandPath(statsPath, env, home),
+      retentionSeconds: retention(get("stats.retentionSeconds")),
+    }),
     privacy: PRIVACY.includes(privacy as Privacy) ? (privacy as Privacy) : undefined,
     offline: typeof offline === "boolean" ? offline : undefined,
   };
@@ -82,6 +97,7 @@ const SENT_KEYS = {
   model: ["path", "threads"],
   completion: ["enabled", "generateAhead", "maxTokens"],
   cloud: ["endpoint", "model", "apiKeyEnv"],
+  stats: ["enabled", "path", "retentionSeconds"],
 } as const;
 
 /**

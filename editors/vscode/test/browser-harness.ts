@@ -46,6 +46,8 @@ export interface Harness {
   artifacts: string;
   bin: string;
   model: string;
+  /** The acceptance statistics' database (`ghostline.stats.path`; retention checked 1 s and 2 s after an accept). */
+  statsDb: string;
   /** Saves a screenshot as <artifacts>/<NN>-<name>.png and returns its path. */
   shot(name: string): Promise<string>;
   /** Rewrites the user settings (the base settings plus `extra`; a key set to undefined is removed). */
@@ -138,9 +140,12 @@ export async function startVsCode(files: Record<string, string>, options: StartO
   assert.match(listed.stdout, /^ghostline\.ghostline@/m, `ghostline is not among the installed extensions:\n${listed.stdout}`);
 
   const settingsFile = join(userData, "User", "settings.json");
+  const statsDb = join(root, "stats.sqlite");
   const base: Record<string, unknown> = {
     "ghostline.server.path": bin,
     "ghostline.model.path": model,
+    "ghostline.stats.path": statsDb,
+    "ghostline.stats.retentionSeconds": [1, 2],
     // A quiet, reproducible workbench: no welcome page, tips, update or telemetry traffic.
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": false,
@@ -219,6 +224,7 @@ export async function startVsCode(files: Record<string, string>, options: StartO
     context,
     workspace,
     settingsFile,
+    statsDb,
     outputLog() {
       // <user-data-dir>/logs/<session>/exthost1/ghostline.ghostline/ghostline.log
       const logs = join(userData, "logs");

@@ -17,6 +17,9 @@ const defaults = {
   "cloud.endpoint": "",
   "cloud.model": "",
   "cloud.apiKeyEnv": "",
+  "stats.enabled": true,
+  "stats.path": "",
+  "stats.retentionSeconds": null,
   privacy: "local-only",
   offline: false,
   "trace.server": "off",
@@ -25,6 +28,7 @@ const defaults = {
 test("defaults send only what the server needs: no empty strings, no nulls", () => {
   assert.deepEqual(toServerSettings(reader(defaults)), {
     completion: { enabled: true, generateAhead: true },
+    stats: { enabled: true },
     privacy: "local-only",
     offline: false,
   });
@@ -43,6 +47,9 @@ test("every setting maps to the server's camelCase key", () => {
       "cloud.endpoint": "http://127.0.0.1:8080/v1",
       "cloud.model": "qwen2.5-coder-7b",
       "cloud.apiKeyEnv": "GHOSTLINE_API_KEY",
+      "stats.enabled": false,
+      "stats.path": "/tmp/stats.sqlite",
+      "stats.retentionSeconds": [1, 2],
       privacy: "redact",
       offline: true,
       "trace.server": "verbose",
@@ -52,6 +59,7 @@ test("every setting maps to the server's camelCase key", () => {
     model: { path: "/models/qwen2.5-coder-1.5b-q4_k_m.gguf", threads: 4 },
     completion: { enabled: false, generateAhead: false, maxTokens: 48 },
     cloud: { endpoint: "http://127.0.0.1:8080/v1", model: "qwen2.5-coder-7b", apiKeyEnv: "GHOSTLINE_API_KEY" },
+    stats: { enabled: false, path: "/tmp/stats.sqlite", retentionSeconds: [1, 2] },
     privacy: "redact",
     offline: true,
   });
@@ -71,6 +79,8 @@ test("values of the wrong type are dropped, not sent", () => {
       privacy: "everything",
       offline: "true",
       "cloud.endpoint": "   ",
+      "stats.enabled": "no",
+      "stats.retentionSeconds": [300, 30],
     }),
   );
   assert.deepEqual(settings, {});
@@ -101,6 +111,7 @@ test("a change sends every managed key, a cleared one as null (the server layers
     model: { path: "/m.gguf", threads: null },
     completion: { enabled: true, generateAhead: true, maxTokens: null },
     cloud: { endpoint: "http://h/v1", model: null, apiKeyEnv: null },
+    stats: { enabled: true, path: null, retentionSeconds: null },
     privacy: "local-only",
     offline: false,
   });

@@ -5,7 +5,9 @@
 // registers) returns the model's ghost text. Needs GHOSTLINE_BIN and GHOSTLINE_MODEL
 // (scripts/test-editors.sh sets both).
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
@@ -15,10 +17,14 @@ const root = join(__dirname, "..", "..");
 const bin = process.env.GHOSTLINE_BIN ?? "";
 const model = process.env.GHOSTLINE_MODEL ?? "";
 
+/** Acceptance statistics in a file of this test's own; retention checked 1 s and 2 s after an accept. */
+const statsDb = join(mkdtempSync(join(tmpdir(), "ghostline-vscode-stats-")), "stats.sqlite");
 const settings: Record<string, unknown> = {
   "server.path": bin,
   "model.path": model,
   "completion.maxTokens": 24,
+  "stats.path": statsDb,
+  "stats.retentionSeconds": [1, 2],
   privacy: "local-only",
 };
 const fake = fakeVscode(settings);
@@ -26,13 +32,13 @@ let restore: () => void;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 let extension: any;
 
-async function until<T>(what: () => string, check: () => T | undefined, ms = 60_000): Promise<T> {
+async function until<T>(what: () => string, check: () => T | undefined, ms = 60_000, every = 20): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = check();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what()}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, every));
   }
 }
 
@@ -84,6 +90,32 @@ test("typing, then VS Code asks the client's inline completion provider: ghost t
   assert.deepEqual(items[0].range?.start, at, "the ghost text starts at the cursor");
   // The latency of that suggestion is on the status bar.
   assert.match(String(fake.seen.item.text), /ghostline \d+ ms$/);
+
+  // Accepting it: VS Code inserts the text, then runs the item's command, which the client
+  // registered as a VS Code command that asks the server (workspace/executeCommand).
+  const command = (items[0] as { command?: { command: string; arguments?: unknown[] } }).command;
+  assert.equal(command?.command, "ghostline.accepted", `the item carries the accept command: ${JSON.stringify(items[0])}`);
+  fake.change(doc.insert(at, text));
+  const run = fake.seen.commands.get(command!.command);
+  assert.ok(run, "the client registered the server's accept command");
+  await run!(...(command!.arguments ?? []));
+  // `ghostline stats` shows the accept and, after the (shortened) checks, all of it retained.
+  const row = await until(
+    () => `an accept with its retention in ${statsDb}`,
+    () => {
+      const report = JSON.parse(execFileSync(bin, ["stats", "--json", "--since", "all", "--db", statsDb], { encoding: "utf8" }));
+      const first = report.rows[0];
+      return first && first.retained_5m !== null ? first : undefined;
+    },
+    30_000,
+    200,
+  );
+  assert.equal(row.accepted, 1, JSON.stringify(row));
+  assert.equal(row.accepted_chars, [...text].length, JSON.stringify(row));
+  assert.equal(row.retained_30s, 1, JSON.stringify(row));
+  assert.equal(row.retained_5m, 1, JSON.stringify(row));
+  const bytes = readFileSync(statsDb).toString("latin1");
+  assert.ok(!bytes.includes("/project/stats.py") && !bytes.includes("arithmetic mean"), "no file name or code in the database");
 });
 
 test("toggling completions off: the provider answers nothing and the status bar says off", async () => {

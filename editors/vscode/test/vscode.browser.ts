@@ -176,6 +176,29 @@ step("typing in a function body shows ghostline's suggestion as ghost text; Tab 
   ready = true;
 });
 
+step("the accept reached the server: `ghostline stats` shows it, with retention and no code", async () => {
+  requireReady();
+  // VS Code ran the item's command after Tab; the server checks retention 1 s and 2 s later.
+  const row = await until(
+    () => `an accept with its retention in ${h.statsDb}`,
+    async () => {
+      const out = await run(h.bin, ["stats", "--json", "--since", "all", "--db", h.statsDb]);
+      const first = JSON.parse(out.stdout).rows[0];
+      return first && first.accepted >= 1 && first.retained_5m !== null && first;
+    },
+    30_000,
+  );
+  note(`stats: ${JSON.stringify(row)}`);
+  assert.equal(row.language, "python");
+  assert.equal(row.accepted, 1, "one suggestion accepted");
+  assert.ok(row.accepted_chars > 0 && row.shown >= 1, JSON.stringify(row));
+  // Saved and left alone since the accept: all of it is still there.
+  assert.equal(row.retained_30s, 1);
+  assert.equal(row.retained_5m, 1);
+  const bytes = readFileSync(h.statsDb).toString("latin1");
+  assert.ok(!bytes.includes(FILE) && !bytes.includes(TYPED), "no file name or code in the database");
+});
+
 /** Types `text` at the end of a new line under `after`, and returns the ghost text that appears. */
 async function typeOnNewLine(afterLine: RegExp, text: string): Promise<void> {
   const { page } = h;
