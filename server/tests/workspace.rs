@@ -49,30 +49,20 @@ fn snapshot(lang: &str, rel: &str) -> String {
     render(&related(&index, &path, &text, cursor))
 }
 
-#[test]
-fn python_imports_aliases_modules_and_bases() {
-    insta::assert_snapshot!(snapshot("python", "shop/cart.py"));
+macro_rules! case {
+    ($test:ident, $lang:literal, $file:literal) => {
+        #[test]
+        fn $test() {
+            insta::assert_snapshot!(snapshot($lang, $file));
+        }
+    };
 }
 
-#[test]
-fn rust_use_crate_super_and_mod() {
-    insta::assert_snapshot!(snapshot("rust", "src/shapes/circle.rs"));
-}
-
-#[test]
-fn javascript_relative_index_namespace_and_require() {
-    insta::assert_snapshot!(snapshot("javascript", "src/app.js"));
-}
-
-#[test]
-fn typescript_imports_and_bases() {
-    insta::assert_snapshot!(snapshot("typescript", "src/services/userService.ts"));
-}
-
-#[test]
-fn go_package_and_module_imports() {
-    insta::assert_snapshot!(snapshot("go", "store/report.go"));
-}
+case!(python_imports_aliases_modules_and_bases, "python", "shop/cart.py");
+case!(rust_use_crate_super_and_mod, "rust", "src/shapes/circle.rs");
+case!(javascript_relative_index_namespace_and_require, "javascript", "src/app.js");
+case!(typescript_imports_and_bases, "typescript", "src/services/userService.ts");
+case!(go_package_and_module_imports, "go", "store/report.go");
 
 /// `.env`, `secrets/**` (defaults) and a `context.exclude` glob are never read: their
 /// definitions never appear, though the cursor's code calls them (and they do appear when the

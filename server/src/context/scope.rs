@@ -313,7 +313,7 @@ pub fn outline(spec: &Spec, tree: &Tree, text: &str, scope: &Range<usize>) -> Ve
 }
 
 /// Line starts of the block headers enclosing the line at `scope_start`, innermost first.
-fn enclosing_headers(text: &str, scope_start: usize) -> Vec<usize> {
+pub fn enclosing_headers(text: &str, scope_start: usize) -> Vec<usize> {
     let first_line_end = text[scope_start..].find('\n').map_or(text.len(), |i| scope_start + i);
     let mut depth = indent_width(&text[scope_start..first_line_end]);
     let mut headers = Vec::new();

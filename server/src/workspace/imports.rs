@@ -83,13 +83,7 @@ fn python(state: &State, node: Node<'_>, text: &str, dir: &Path, b: &mut Binding
         "import_statement" => {
             let mut c = node.walk();
             for name in node.children_by_field_name("name", &mut c) {
-                let (dotted, local) = match name.kind() {
-                    "aliased_import" => match (name.child_by_field_name("name"), name.child_by_field_name("alias")) {
-                        (Some(n), Some(a)) => (t(n), t(a)),
-                        _ => continue,
-                    },
-                    _ => (t(name), t(name)),
-                };
+                let Some((dotted, local)) = imported(name, text) else { continue };
                 let comps: Vec<&str> = dotted.split('.').collect();
                 let files = py_absolute(state, &comps);
                 b.names.insert(local, module(files));
@@ -123,13 +117,7 @@ fn python(state: &State, node: Node<'_>, text: &str, dir: &Path, b: &mut Binding
             }
             let mut c = node.walk();
             for name in node.children_by_field_name("name", &mut c) {
-                let (orig, local) = match name.kind() {
-                    "aliased_import" => match (name.child_by_field_name("name"), name.child_by_field_name("alias")) {
-                        (Some(n), Some(a)) => (t(n), t(a)),
-                        _ => continue,
-                    },
-                    _ => (t(name), t(name)),
-                };
+                let Some((orig, local)) = imported(name, text) else { continue };
                 let mut sub = comps.clone();
                 sub.push(orig.clone());
                 let sub_files = resolve(&sub);
@@ -152,6 +140,15 @@ fn python(state: &State, node: Node<'_>, text: &str, dir: &Path, b: &mut Binding
             }
         }
         _ => {}
+    }
+}
+
+/// A Python import's name and the local name it binds (`a.b as c`: `a.b`, `c`).
+fn imported(name: Node<'_>, text: &str) -> Option<(String, String)> {
+    let t = |n: Node<'_>| text[n.byte_range()].to_owned();
+    match name.kind() {
+        "aliased_import" => Some((t(name.child_by_field_name("name")?), t(name.child_by_field_name("alias")?))),
+        _ => Some((t(name), t(name))),
     }
 }
 

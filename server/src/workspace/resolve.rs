@@ -14,7 +14,6 @@ use super::imports::{self, Binding, Bindings};
 use super::index::State;
 use super::Snippet;
 use crate::syntax::{BlockEnd, Spec};
-use crate::text::indent_width;
 
 /// Bytes a snippet costs besides its text and path (the header's punctuation and newlines).
 const SNIPPET_OVERHEAD: usize = 16;
@@ -305,25 +304,14 @@ fn leaves<'t>(root: Node<'t>, range: &Range<usize>) -> Vec<Node<'t>> {
     out
 }
 
-/// For indentation languages: the `class …:` lines enclosing the line at `start` (each nearest
-/// line above with less indentation), outermost first.
+/// For indentation languages: the `class …:` lines enclosing the line at `start`, outermost
+/// first.
 fn class_lines_above(text: &str, start: usize) -> Vec<Range<usize>> {
-    let first_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
-    let mut depth = indent_width(&text[start..first_end]);
-    let mut out = Vec::new();
-    let mut line_start = start;
-    while depth > 0 && line_start > 0 {
-        line_start = text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
-        let line = &text[line_start..line_end];
-        if line.trim().is_empty() || indent_width(line) >= depth {
-            continue;
-        }
-        depth = indent_width(line);
-        if line.trim_start().starts_with("class ") {
-            out.push(line_start..line_end);
-        }
-    }
+    let mut out: Vec<Range<usize>> = crate::context::scope::enclosing_headers(text, start)
+        .into_iter()
+        .filter(|&at| text[at..].trim_start().starts_with("class "))
+        .map(|at| at..text[at..].find('\n').map_or(text.len(), |i| at + i))
+        .collect();
     out.reverse();
     out
 }
