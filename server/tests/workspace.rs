@@ -283,22 +283,8 @@ fn index_figures() {
         }
         println!("update of a {len}-byte file (median, 90th percentile): {:.2} ms", started.elapsed().as_secs_f64() * 1000.0 / runs as f64);
     }
-    // The largest indexed Python file, updated as if saved.
-    let mut largest: Option<(u64, PathBuf)> = None;
-    let mut stack = vec![PathBuf::from(&dir)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "py") {
-                let len = e.metadata().map_or(0, |m| m.len());
-                if len <= 512 * 1024 && largest.as_ref().is_none_or(|(l, _)| len > *l) {
-                    largest = Some((len, p));
-                }
-            }
-        }
-    }
+    // The largest Python file, updated as if saved.
+    let largest = sizes.into_iter().rfind(|(len, _)| *len <= 512 * 1024);
     if let Some((len, path)) = largest {
         let text = std::fs::read_to_string(&path).unwrap();
         let started = Instant::now();

@@ -358,7 +358,7 @@ enum Kind {
 }
 
 /// The whitespace before `at` on its line, if only whitespace precedes it.
-fn line_indent(text: &str, at: usize) -> &str {
+pub fn line_indent(text: &str, at: usize) -> &str {
     let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let before = &text[start..at];
     if before.trim().is_empty() {

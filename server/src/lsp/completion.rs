@@ -76,9 +76,10 @@ impl Backend {
             let word_start = encoding::from_char(&doc.rope, snap.cursor_char - word_len, enc);
             let cursor = encoding::from_char(&doc.rope, snap.cursor_char, enc);
             let indent: String = typed.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
-            let left = state.make_active(uri, Some(params.position.line));
+            let language = doc.language_id.clone();
             let model = state.config.model.path.as_ref().and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned());
-            let offer = (state.config.stats.clone(), model.unwrap_or_default(), doc.language_id.clone());
+            let offer = (state.config.stats.clone(), model.unwrap_or_default(), language);
+            let left = state.make_active(uri, Some(params.position.line));
             (snap, cursor, word_start, word, indent, state.session(uri), left, offer)
         };
         if let Some((uri, text, line)) = left {

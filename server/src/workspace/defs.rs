@@ -4,6 +4,7 @@
 
 use tree_sitter::{Node, Tree};
 
+use crate::context::scope::line_indent as indent_before;
 use crate::syntax::Spec;
 
 /// Lines a class, struct, interface or constant keeps before the rest is cut (`...`).
@@ -123,17 +124,6 @@ fn clip(s: &str, indent_of_rest: &str) -> String {
     }
     out.pop();
     out
-}
-
-/// The whitespace before `at` on its line, if only whitespace precedes it.
-fn indent_before(text: &str, at: usize) -> &str {
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let before = &text[start..at];
-    if before.trim().is_empty() {
-        before
-    } else {
-        ""
-    }
 }
 
 fn def(name: String, kind: Kind, node: Node<'_>, text: String) -> Def {
