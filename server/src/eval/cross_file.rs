@@ -19,8 +19,8 @@ use tree_sitter::{Node, QueryCursor, StreamingIterator};
 use super::{edit_similarity, percentile, source_files, Rng};
 use crate::config::Config;
 use crate::context::cross_file::Workspace;
-use crate::engine::{Engine, Input};
-use crate::model::{CancelFlag, ModelHandle, ModelStatus, Sampling};
+use crate::engine::Input;
+use crate::model::CancelFlag;
 use crate::syntax::{self, Spec};
 use crate::workspace::IndexOptions;
 
@@ -255,16 +255,9 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
         return Err("--cross-file needs project folders: --source DIR (repeatable), e.g. packages unpacked from their sdists".into());
     }
     let spec = syntax::by_language_id("python").ok_or("no Python grammar")?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    let model = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
-    let info = match runtime.block_on(model.wait_loaded()) {
-        ModelStatus::Ready(info) => info,
-        ModelStatus::Failed(m) => return Err(m),
-        _ => return Err(format!("no model: pass --model or set {}", crate::config::MODEL_ENV)),
-    };
     let mut completion = config.completion.clone();
     completion.cross_file = true;
-    let engine = Engine::new(model, completion);
+    let (runtime, engine, info) = super::load_engine(config, completion)?;
     let mut rng = Rng::new(seed);
     let mut results = Vec::new();
     for root in projects {

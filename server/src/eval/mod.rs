@@ -193,7 +193,8 @@ pub(crate) fn percentile(values: &mut [f64], p: f64) -> f64 {
     values[((values.len() - 1) as f64 * p).round() as usize]
 }
 
-pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), String> {
+/// A runtime and the engine of `config`'s model with `completion` settings, once it is loaded.
+pub(crate) fn load_engine(config: &Config, completion: crate::config::CompletionConfig) -> Result<(tokio::runtime::Runtime, Engine, crate::model::ModelInfo), String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     let model = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
     let info = match runtime.block_on(model.wait_loaded()) {
@@ -201,7 +202,11 @@ pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), 
         ModelStatus::Failed(m) => return Err(m),
         _ => return Err(format!("no model: pass --model or set {}", crate::config::MODEL_ENV)),
     };
-    let engine = Engine::new(model, config.completion.clone());
+    Ok((runtime, Engine::new(model, completion), info))
+}
+
+pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), String> {
+    let (runtime, engine, info) = load_engine(config, config.completion.clone())?;
     let mut rng = Rng::new(options.seed);
     let mut results = Vec::new();
     for language in &options.languages {
