@@ -1,0 +1,167 @@
+//! Settings: parsing, layering and resolving, checked on JSON as editors send it.
+
+use super::*;
+use serde_json::json;
+
+#[test]
+fn camel_case_sections_parse() {
+    let p = parse(&json!({
+        "model": {"path": "/m.gguf", "threads": 3, "contextSize": 2048},
+        "completion": {"maxTokens": 32, "repeatPenalty": 1.2},
+        "privacy": "local-only",
+        "offline": true
+    }))
+    .unwrap();
+    assert!(p.unknown_keys.is_empty());
+    let c = p.options.resolve(None);
+    assert_eq!(c.model.path.as_deref(), Some(std::path::Path::new("/m.gguf")));
+    assert_eq!(c.model.threads, 3);
+    assert_eq!(c.model.context_size, 2048);
+    assert_eq!(c.completion.max_tokens, 32);
+    assert_eq!(c.completion.repeat_penalty, 1.2);
+    assert!(c.offline);
+}
+
+#[test]
+fn unknown_keys_are_reported_not_fatal() {
+    let p = parse(&json!({"model": {"pth": "x"}, "colour": 1})).unwrap();
+    let mut keys = p.unknown_keys.clone();
+    keys.sort();
+    assert_eq!(keys, vec!["colour".to_string(), "model.pth".to_string()]);
+}
+
+#[test]
+fn wrong_types_name_the_key() {
+    let e = parse(&json!({"completion": {"maxTokens": "many"}})).unwrap_err();
+    assert!(e.contains("completion.maxTokens"), "{e}");
+    let e = parse(&json!({"privacy": "public"})).unwrap_err();
+    assert!(e.contains("privacy"), "{e}");
+}
+
+#[test]
+fn vscode_namespace_and_env_fallback() {
+    let p = parse(&json!({"ghostline": {"completion": {"maxTokens": 8}}})).unwrap();
+    assert_eq!(p.options.completion.max_tokens, Some(8));
+    let c = p.options.resolve(Some("/env.gguf".into()));
+    assert_eq!(c.model.path.as_deref(), Some(std::path::Path::new("/env.gguf")));
+    let c = parse(&json!({"model": {"path": "/cfg.gguf"}})).unwrap().options.resolve(Some("/env.gguf".into()));
+    assert_eq!(c.model.path.as_deref(), Some(std::path::Path::new("/cfg.gguf")));
+}
+
+#[test]
+fn model_memory_and_keep_alive_settings() {
+    use std::time::Duration;
+    let c = parse(&json!({"model": {"gpuLayers": 0, "memoryBudgetMb": 2048, "keepAlive": 90}}))
+        .unwrap()
+        .options
+        .resolve(None);
+    assert_eq!((c.model.gpu_layers, c.model.memory_budget_mb), (Some(0), Some(2048)));
+    assert_eq!(c.model.keep_alive, Some(Duration::from_secs(90)));
+    let keep = |v: Value| parse(&json!({"model": {"keepAlive": v}})).map(|p| p.options.resolve(None).model.keep_alive);
+    assert_eq!(keep(json!("10m")), Ok(Some(Duration::from_secs(600))));
+    assert_eq!(keep(json!("1h30m")), Ok(Some(Duration::from_secs(5400))));
+    assert_eq!(keep(json!("250ms")), Ok(Some(Duration::from_millis(250))));
+    assert_eq!(keep(json!(0.5)), Ok(Some(Duration::from_millis(500))));
+    assert_eq!(keep(json!(0)), Ok(None));
+    assert_eq!(keep(json!(-1)), Ok(None));
+    assert_eq!(keep(json!("never")), Ok(None));
+    assert_eq!(keep(Value::Null), Ok(None));
+    let e = keep(json!("soon")).unwrap_err();
+    assert!(e.contains("model.keepAlive") && e.contains("duration"), "{e}");
+    let e = keep(json!(true)).unwrap_err();
+    assert!(e.contains("model.keepAlive"), "{e}");
+    let e = parse(&json!({"model": {"memoryBudgetMb": "lots"}})).unwrap_err();
+    assert!(e.contains("model.memoryBudgetMb"), "{e}");
+    let e = parse(&json!({"model": {"gpuLayers": -1}})).unwrap_err();
+    assert!(e.contains("model.gpuLayers"), "{e}");
+    let p = parse(&json!({"model": {"keepAlive": "5m", "gpuLayer": 3}})).unwrap();
+    assert_eq!(p.unknown_keys, vec!["model.gpuLayer".to_string()]);
+}
+
+#[test]
+fn defaults() {
+    let c = parse(&Value::Null).unwrap().options.resolve(None);
+    assert_eq!(c.model.path, None);
+    assert!(c.model.threads >= 1);
+    assert_eq!((c.model.context_size, c.model.gpu_layers, c.model.memory_budget_mb, c.model.keep_alive), (4096, None, None, None));
+    assert_eq!(c.completion.max_tokens, 64);
+    assert_eq!(c.completion.repeat_penalty, 1.1);
+    assert_eq!(c.privacy, Privacy::LocalOnly);
+    assert_eq!(c.cloud.endpoint, None);
+    assert_eq!(c.cloud.max_retries, 2);
+    assert!(c.cloud.exclude.iter().any(|g| g == ".env"));
+    assert!(c.actions.enabled);
+}
+
+#[test]
+fn cloud_and_action_settings_parse_and_name_bad_keys() {
+    let p = parse(&json!({
+        "cloud": {"endpoint": "http://127.0.0.1:8080/v1", "model": "m", "apiKeyEnv": "TEAM_KEY",
+                  "timeoutMs": 900, "connectTimeoutMs": 100, "maxRetries": 0, "dailyTokenBudget": 5000,
+                  "breakerFailures": 1, "breakerCooldownS": 9, "cacheDir": "/tmp/c", "cacheEntries": 3,
+                  "exclude": ["*.secret"]},
+        "actions": {"maxTokens": 200, "prefer": {"tests": "cloud", "docstring": "local", "fix": "auto"}},
+        "privacy": "redact"
+    }))
+    .unwrap();
+    assert!(p.unknown_keys.is_empty(), "{:?}", p.unknown_keys);
+    let c = p.options.resolve(None);
+    assert_eq!(c.cloud.endpoint.as_deref(), Some("http://127.0.0.1:8080/v1"));
+    assert_eq!(c.cloud.api_key_env.as_deref(), Some("TEAM_KEY"));
+    assert_eq!((c.cloud.timeout_ms, c.cloud.connect_timeout_ms, c.cloud.max_retries), (900, 100, 0));
+    assert_eq!(c.cloud.exclude, vec!["*.secret".to_string()]);
+    assert_eq!(c.actions.prefer.tests, Some(Prefer::Cloud));
+    assert_eq!(c.actions.max_tokens, 200);
+    assert_eq!(c.privacy, Privacy::Redact);
+    let e = parse(&json!({"actions": {"prefer": {"tests": "moon"}}})).unwrap_err();
+    assert!(e.contains("actions.prefer.tests"), "{e}");
+    let e = parse(&json!({"cloud": {"timeoutMs": "soon"}})).unwrap_err();
+    assert!(e.contains("cloud.timeoutMs"), "{e}");
+    let p = parse(&json!({"cloud": {"apiKey": "sk-nope"}})).unwrap();
+    assert_eq!(p.unknown_keys, vec!["cloud.apiKey".to_string()]);
+}
+#[test]
+fn changes_layer_key_by_key_over_what_is_in_force() {
+    let init = json!({"model": {"path": "/m.gguf", "threads": 2}, "completion": {"maxTokens": 16}, "cloud": {"exclude": ["a", "b"]}});
+    // A change names only what changes: the model stays.
+    let after = layer(&init, &json!({"ghostline": {"completion": {"maxTokens": 1}}}));
+    assert_eq!(after, json!({"model": {"path": "/m.gguf", "threads": 2}, "completion": {"maxTokens": 1}, "cloud": {"exclude": ["a", "b"]}}));
+    let c = parse(&after).unwrap().options.resolve(None);
+    assert_eq!((c.model.path.as_deref(), c.completion.max_tokens), (Some(std::path::Path::new("/m.gguf")), 1));
+    // Nothing, or an empty object: nothing changes.
+    assert_eq!(layer(&init, &Value::Null), init);
+    assert_eq!(layer(&init, &json!({})), init);
+    assert_eq!(layer(&init, &json!({"ghostline": {}})), init);
+    assert_eq!(layer(&json!({"ghostline": init.clone()}), &json!({})), init);
+    // Arrays and scalars replace; `null` takes a key back to its default.
+    let after = layer(&init, &json!({"cloud": {"exclude": ["c"]}, "model": {"threads": null}, "privacy": "redact"}));
+    assert_eq!(after, json!({"model": {"path": "/m.gguf"}, "completion": {"maxTokens": 16}, "cloud": {"exclude": ["c"]}, "privacy": "redact"}));
+    assert_eq!(layer(&init, &json!({"model": null}))["model"], Value::Null);
+    // Over nothing (no initializationOptions).
+    assert_eq!(layer(&Value::Null, &json!({"offline": true})), json!({"offline": true}));
+}
+
+#[test]
+fn stats_settings() {
+    use std::time::Duration;
+    let c = parse(&Value::Null).unwrap().options.resolve(None);
+    assert_eq!((c.stats.enabled, c.stats.path.clone()), (true, None));
+    assert_eq!(c.stats.retention, [Duration::from_secs(30), Duration::from_secs(300)]);
+    let c = parse(&json!({"stats": {"enabled": false, "path": "/t/s.sqlite", "retentionSeconds": [0.5, 2]}})).unwrap().options.resolve(None);
+    assert_eq!((c.stats.enabled, c.stats.path.as_deref()), (false, Some(std::path::Path::new("/t/s.sqlite"))));
+    assert_eq!(c.stats.retention, [Duration::from_millis(500), Duration::from_secs(2)]);
+    for bad in [json!([300, 30]), json!([0, 1]), json!([1]), json!("30s")] {
+        let e = parse(&json!({"stats": {"retentionSeconds": bad}})).unwrap_err();
+        assert!(e.contains("stats.retentionSeconds"), "{e}");
+    }
+}
+
+#[test]
+fn settings_that_are_not_an_object_say_so() {
+    for (value, what) in [(json!([1, 2, 3]), "an array"), (json!("x"), "a string"), (json!(3), "a number"), (json!({"ghostline": [1]}), "an array")] {
+        let e = parse(&value).unwrap_err();
+        assert!(e.contains("settings must be an object") && e.contains(what), "{e}");
+    }
+    let e = parse(&json!({"model": [1]})).unwrap_err();
+    assert!(e.contains("`model`") && e.contains("expected an object") && !e.contains("struct"), "{e}");
+}
