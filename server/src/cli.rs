@@ -225,6 +225,10 @@ enum Command {
         /// and cursor (exits non-zero when one differs).
         #[arg(long, conflicts_with_all = ["peer", "svg", "cold_sizes", "soak"])]
         warm_cold: bool,
+        /// Instead of the latency report: the workspace index on this project folder (build
+        /// time and memory, one file's update, `related` in the largest file).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["peer", "svg", "cold_sizes", "soak", "warm_cold"])]
+        index: Option<PathBuf>,
         /// `model.prefillChunk` for ghostline (default: its own default).
         #[arg(long)]
         prefill_chunk: Option<u32>,
@@ -334,6 +338,13 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Command::Bench { index: Some(dir), .. } => match crate::bench::index::run(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("ghostline bench --index: {message}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Bench { warm_cold: true, traces, json, model, threads, prefill_chunk, save, .. } => {
             let Some(model) = model.or_else(config::env_model) else {
                 eprintln!("ghostline bench: no model: pass --model or set {}", config::MODEL_ENV);

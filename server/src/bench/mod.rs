@@ -27,6 +27,7 @@ use crate::config;
 use crate::engine::AheadCounts;
 
 pub mod http;
+pub mod index;
 pub mod peer;
 pub mod replay;
 pub mod report;
