@@ -232,6 +232,12 @@ enum Command {
         /// `model.prefillChunk` for ghostline (default: its own default).
         #[arg(long)]
         prefill_chunk: Option<u32>,
+        /// Between `didOpen` and the trace's first event: a code-action request at the trace's
+        /// cursor (as VS Code sends when it shows the file and its cursor), then this many ms of
+        /// the user reading — time ghostline may use to decode ahead (0: the first request comes
+        /// with the `didOpen`).
+        #[arg(long, value_name = "MS", default_value_t = 0)]
+        open_pause: u64,
     },
 }
 
@@ -378,7 +384,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, prefill_chunk, .. } => {
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, prefill_chunk, open_pause, .. } => {
             let generate_ahead = !no_ahead;
             let options = crate::bench::Options {
                 traces,
@@ -395,6 +401,7 @@ pub fn main() -> ExitCode {
                 no_debounce,
                 cross_file: !no_cross_file,
                 prefill_chunk,
+                open_pause_ms: open_pause,
             };
             if options.cold_sizes.is_empty() {
                 report(crate::bench::run(options), json, save, crate::bench::print_text)

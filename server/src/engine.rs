@@ -16,7 +16,7 @@ use crate::config::CompletionConfig;
 use crate::context::{self, CrossFile, Strategy};
 use crate::model::{CacheHit, CancelFlag, GenerateError, ModelHandle, ModelStatus, Timings};
 use crate::postprocess::{self, StopRule};
-use crate::prompt::{Draft, TokenMemo};
+use crate::prompt::{Draft, Purpose, TokenMemo};
 use crate::session::{Key, Session, Shown};
 use crate::syntax::{self, BlockEnd, Spec};
 
@@ -298,7 +298,7 @@ impl Engine {
             }
         }
         let cross_file = input.cross_file.filter(|c| self.config.cross_file && !c.snippets.is_empty()).cloned();
-        Draft { context, stop, cross_file, head_only: false, max_prompt_tokens: self.config.max_prompt_tokens, max_tokens: self.config.max_tokens }
+        Draft { context, stop, cross_file, purpose: Purpose::Complete, max_prompt_tokens: self.config.max_prompt_tokens, max_tokens: self.config.max_tokens }
     }
 
     /// Decodes the head every prompt in a file starts with (BOS and the cross-file section)
@@ -315,17 +315,43 @@ impl Engine {
             context: context::line_window("", 0, 0, 0),
             stop: StopRule::for_cursor("", ""),
             cross_file: Some(cross_file),
-            head_only: true,
+            purpose: Purpose::Head,
             max_prompt_tokens: self.config.max_prompt_tokens,
             max_tokens: self.config.max_tokens,
         };
         let cancel = CancelFlag::new();
         session.add_work(cancel.clone());
+        self.decode_ahead(cancel, draft, "the prompt head")
+    }
+
+    /// Decodes the whole prompt for `owned`'s cursor, without an answer, ahead of any request:
+    /// where the cursor rests (a code-action request says where it is) before the user types
+    /// there, so that the first key re-decodes only the tokens around the cursor. Work of
+    /// `session`, cancelled like [`Engine::prefill_head`]'s; skipped when a generation ahead
+    /// for this very text and cursor is running (it decodes the same prompt). Returns at once.
+    pub fn prefill_at(&self, session: &Session, owned: OwnedInput) -> bool {
+        let input = owned.input();
+        let loaded = matches!(*self.model.status().borrow(), ModelStatus::Ready(_) | ModelStatus::Loading { .. });
+        let key = Key::of(input.text, input.cursor);
+        if !loaded || !self.config.enabled || looks_binary(input.text, input.cursor) || session.ahead_for(key).is_some() {
+            return false;
+        }
+        let cancel = CancelFlag::new();
+        if !session.rest_at(key, cancel.clone()) {
+            return false;
+        }
+        let mut draft = self.draft(input);
+        draft.purpose = Purpose::Prompt;
+        self.decode_ahead(cancel, draft, "the prompt at the cursor")
+    }
+
+    /// Submits a draft decoded ahead (no answer wanted), cancelled by `cancel`.
+    fn decode_ahead(&self, cancel: CancelFlag, draft: Draft, what: &'static str) -> bool {
         let Ok(answer) = self.model.submit(draft.into_request(Arc::clone(&self.memo), cancel)) else { return false };
         tokio::spawn(async move {
             match answer.await {
                 Ok(Ok(_)) | Ok(Err(GenerateError::Cancelled)) | Err(_) => {}
-                Ok(Err(e)) => tracing::debug!("decoding the prompt head ahead: {e}"),
+                Ok(Err(e)) => tracing::debug!("decoding {what} ahead: {e}"),
             }
         });
         true

@@ -51,6 +51,9 @@ struct Inner {
     work: Vec<CancelFlag>,
     ahead: Option<Ahead>,
     shown: Option<Shown>,
+    /// The prompt decoded ahead where the cursor rests: its text and cursor, and its cancel
+    /// flag (a request for the same key keeps it: it is that request's prompt).
+    rest: Option<(Key, CancelFlag)>,
 }
 
 /// One document's completion session. See the module's documentation.
@@ -69,6 +72,9 @@ impl Session {
         let mut inner = self.lock();
         inner.work.drain(..).for_each(|f| f.cancel());
         inner.ahead = None;
+        if let Some((_, f)) = inner.rest.take() {
+            f.cancel();
+        }
     }
 
     /// Everything goes: the document closed, or the server shuts down.
@@ -94,6 +100,9 @@ impl Session {
             inner.work.drain(..).for_each(|f| f.cancel());
             inner.ahead = None;
         }
+        if let Some((_, f)) = inner.rest.take_if(|(k, _)| *k != key) {
+            f.cancel();
+        }
         let cancel = CancelFlag::new();
         inner.work.push(cancel.clone());
         cancel
@@ -111,6 +120,28 @@ impl Session {
     /// the next change or request cancels it, so that it never delays what the user asks for.
     pub(crate) fn add_work(&self, cancel: CancelFlag) {
         self.lock().work.push(cancel);
+    }
+
+    /// The cursor rests at `key`, and its prompt is to be decoded under `cancel`: true the first
+    /// time since the text last changed (the prompt decoded ahead for another cursor is
+    /// cancelled), false when it already is (then `cancel` is not kept).
+    pub(crate) fn rest_at(&self, key: Key, cancel: CancelFlag) -> bool {
+        let mut inner = self.lock();
+        if inner.rest.as_ref().is_some_and(|(k, _)| *k == key) {
+            return false;
+        }
+        if let Some((_, f)) = inner.rest.replace((key, cancel)) {
+            f.cancel();
+        }
+        true
+    }
+
+    /// What was decoded where the cursor rests may be stale (the workspace changed): the next
+    /// rest decodes again.
+    pub(crate) fn forget_rest(&self) {
+        if let Some((_, f)) = self.lock().rest.take() {
+            f.cancel();
+        }
     }
 
     /// The generation ahead for `key`, if that is what runs (or ran).
@@ -144,6 +175,27 @@ mod tests {
         session.begin_request(elsewhere);
         assert!(ahead.is_cancelled() && first.is_cancelled(), "another cursor: all of it is wasted");
         assert!(session.ahead_for(here).is_none());
+    }
+
+    #[test]
+    fn the_prompt_decoded_where_the_cursor_rests_serves_a_request_there() {
+        let session = Session::default();
+        let (here, elsewhere) = (Key::of("x = ", 4), Key::of("x = ", 3));
+        let rest = CancelFlag::new();
+        assert!(session.rest_at(here, rest.clone()));
+        assert!(!session.rest_at(here, CancelFlag::new()), "decoded once per text and cursor");
+        session.begin_request(here);
+        assert!(!rest.is_cancelled(), "a request there keeps it: it is its prompt");
+        session.begin_request(elsewhere);
+        assert!(rest.is_cancelled(), "a request elsewhere does not");
+        let again = CancelFlag::new();
+        assert!(session.rest_at(here, again.clone()));
+        session.text_changed();
+        assert!(again.is_cancelled());
+        let third = CancelFlag::new();
+        assert!(session.rest_at(here, third.clone()));
+        session.forget_rest();
+        assert!(third.is_cancelled() && session.rest_at(here, CancelFlag::new()), "the workspace changed: decoded again");
     }
 
     #[test]

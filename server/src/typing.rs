@@ -99,6 +99,17 @@ impl TypedDoc {
         }
     }
 
+    /// Asks for the code actions at the cursor (an empty range), as VS Code does whenever the
+    /// cursor moves; returns the whole response object.
+    pub fn code_actions(&self, client: &mut StdioClient, timeout: Duration) -> Result<Value, String> {
+        let at = self.cursor().json();
+        client.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": self.uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}}),
+            timeout,
+        )
+    }
+
     /// Asks for ghost text at the cursor; returns the whole response object.
     pub fn inline_completion(&self, client: &mut StdioClient, timeout: Duration) -> Result<Value, String> {
         client.request(

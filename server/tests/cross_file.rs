@@ -135,9 +135,9 @@ fn the_section_stays_while_typing_and_follows_a_file_changed_on_disk() {
     inline_completion(&mut client, &cart_uri, line, character);
     let section = last_completion(&mut client)["cross_file"].as_str().unwrap_or("").to_owned();
     assert!(section.contains("def apply_discount("), "{section}");
-    // What the file imports but the scope does not use yet comes too, after the scope's own
-    // names, as far as the budget goes: here a function this method never calls.
-    assert!(section.contains("def split_evenly("), "{section}");
+    // What the rest of the file uses comes too, after the scope's own names, as far as the
+    // budget goes: here a function this method never calls (another method does).
+    assert!(section.contains("def find_product("), "{section}");
     // Typing the rest of a word inside the scope leaves the section byte for byte.
     for (n, more) in ["i", "ic", "ice"].iter().enumerate() {
         let (text, line, character) = cart(&format!("{base}{more}"));
@@ -165,6 +165,33 @@ fn the_section_stays_while_typing_and_follows_a_file_changed_on_disk() {
         assert!(started.elapsed() < Duration::from_secs(30), "the changed signature never came: {now}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// Where the cursor rests (a code-action request for an empty range, as VS Code sends when it
+/// shows a file), the whole prompt is decoded ahead: the first request there re-decodes
+/// nothing but the last token or so.
+#[test]
+fn the_prompt_where_the_cursor_rests_is_decoded_before_the_first_request() {
+    let root = workspace("cross-file-rest");
+    let mut client = server(&root, json!({}));
+    let cart_uri = uri(&root.join("shop/cart.py"));
+    let (text, line, character) = cart("cents = ");
+    open(&mut client, &cart_uri, &text);
+    let at = json!({"line": line, "character": character});
+    let r = client
+        .request("textDocument/codeAction", json!({"textDocument": {"uri": cart_uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}}), TIMEOUT)
+        .unwrap();
+    assert!(r.get("error").is_none(), "{r}");
+    inline_completion(&mut client, &cart_uri, line, character);
+    let timings = last_completion(&mut client)["timings"].clone();
+    let (prompt, decoded) = (timings["prompt_tokens"].as_u64().unwrap(), timings["prefill_tokens"].as_u64().unwrap());
+    assert!(prompt >= 150, "{timings}");
+    // Only the last aligned chunk's tokens (fewer than `model.prefillChunk`, 32 on a CPU) are
+    // decoded again: every position is decoded in the same aligned batch, warm or cold.
+    assert!(decoded < 32, "the request decoded {decoded} of its {prompt} prompt tokens itself: {timings}");
+    // (Without it, the request would decode the outline and the scope itself: the head
+    // decoded when the file opened is BOS and the cross-file section only.)
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
 

@@ -102,7 +102,7 @@ fn cancelling_during_prefill_and_during_decoding_stops_the_work() {
         max_prompt_tokens: 2048, // the whole text
         stop: StopRule::unbounded(), // only the token limit ends it
         cross_file: None,
-        head_only: false,
+        purpose: ghostline::prompt::Purpose::Complete,
         max_tokens: MAX_TOKENS as u32,
     };
     let request = |cancel: &CancelFlag| draft.clone().into_request(Default::default(), cancel.clone());
@@ -226,7 +226,7 @@ fn the_prompt_plan_with_the_real_tokenizer() {
     let outline = vec![OutlineItem { text: "import math".into(), start: 0, order: 0, full: None, pinned: false }];
     let (prefix, suffix) = ("def area(r):\n    return math.", "\n\nprint(area(2))\n");
     let context = ContextParts { strategy: Strategy::Scope, outline, prefix_start: 13, prefix: prefix.into(), suffix: suffix.into() };
-    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: None, head_only: false, max_prompt_tokens: 1024, max_tokens: 4 };
+    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: None, purpose: ghostline::prompt::Purpose::Complete, max_prompt_tokens: 1024, max_tokens: 4 };
     type Seen = (PromptPlan, Vec<(Section, String)>, VocabFacts);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<Seen>));
     let build = {

@@ -133,6 +133,33 @@ fn related_is_identical_while_typing_a_word_in_the_scope() {
     }
 }
 
+/// What the rest of the file uses comes after the scope's own names: with room for all of it,
+/// every cursor in the file gets the same definitions (the head decoded when the file opens
+/// serves every scope); with little room, the scope's names are the ones kept.
+#[test]
+fn the_whole_file_is_resolved_and_the_scope_comes_first() {
+    let index = index("python", &["generated/**"]);
+    let (path, text, cursor) = cursor_file("python", "shop/cart.py");
+    let text = format!("{text}0.0\n\n\ndef shout_label():\n    return text.shout(\"cart\")\n");
+    let other = text.rfind("return text").unwrap() + "return ".len();
+    let within = |at: usize, max_bytes: usize| {
+        let spec = syntax::by_path(&path.to_string_lossy()).unwrap();
+        index.related(&path, &text, &spec.parse(&text), spec, at, max_bytes)
+    };
+    let everywhere = within(cursor, 4096);
+    assert_eq!(within(other, 4096), everywhere);
+    assert_eq!(within(0, 4096), everywhere, "at module level too");
+    let all = render(&everywhere);
+    assert!(all.contains("def shout(") && all.contains("def discount(") && all.contains("class Base"), "{all}");
+    // Room for `discount` alone (its text, path and 16 bytes of header, as the index counts):
+    // the scope calling it keeps it; the one calling `shout` keeps that instead.
+    let discount = everywhere.iter().find(|s| s.text.contains("def discount(")).unwrap();
+    let room = discount.text.len() + discount.path.len() + 16;
+    let one = |at: usize| render(&within(at, room));
+    assert!(one(cursor).contains("def discount(") && !one(cursor).contains("def shout("), "{}", one(cursor));
+    assert!(one(other).contains("def shout(") && !one(other).contains("def discount("), "{}", one(other));
+}
+
 /// An edit to another file (the editor's `update`) shows in the next result; a removal too.
 #[test]
 fn an_update_to_another_file_changes_the_result() {

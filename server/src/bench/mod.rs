@@ -72,6 +72,8 @@ pub struct Options {
     pub cross_file: bool,
     /// ghostline's `model.prefillChunk` (default: its own default).
     pub prefill_chunk: Option<u32>,
+    /// The pause after `didOpen` (a code-action request at the cursor, then the user reading).
+    pub open_pause_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -105,6 +107,9 @@ pub struct Conditions {
     pub prefill_chunk: u32,
     /// ghostline's `completion.crossFile` (only traces with a workspace have other files).
     pub cross_file: bool,
+    /// Between `didOpen` and the first event: a code-action request at the cursor, then this
+    /// pause (`--open-pause`); 0: none.
+    pub open_pause_ms: u64,
     /// The 1-minute load average when the bench started and ended: other work on the machine
     /// competes for the same cores.
     pub load_average: (f64, f64),
@@ -165,6 +170,7 @@ pub struct Setup {
     no_debounce: bool,
     cross_file: bool,
     prefill_chunk: u32,
+    open_pause_ms: u64,
 }
 
 pub fn run(opts: Options) -> Result<Report, String> {
@@ -185,6 +191,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         generate_ahead: opts.generate_ahead,
         no_debounce: opts.no_debounce,
         cross_file: opts.cross_file,
+        open_pause_ms: opts.open_pause_ms,
         prefill_chunk: opts.prefill_chunk.unwrap_or_else(|| crate::model::backend::default_prefill_chunk(crate::model::backend::gpu_layers(None))),
     };
 
@@ -238,6 +245,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         generate_ahead: opts.generate_ahead,
         prefill_chunk: setup.prefill_chunk,
         cross_file: opts.cross_file,
+        open_pause_ms: opts.open_pause_ms,
         load_average: (system::load_average(), 0.0),
     };
     if let Some(bin) = &peer_bin {

@@ -134,6 +134,13 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
         None => None,
     };
     let mut doc = TypedDoc::open(&mut client, typing::file_uri(file), &trace.language_id, text.clone(), *at);
+    if setup.open_pause_ms > 0 {
+        // The editor shows the file with its cursor (VS Code then asks for the code actions
+        // there), and the user reads before typing.
+        let pause_until = Instant::now() + Duration::from_millis(setup.open_pause_ms);
+        doc.code_actions(&mut client, TIMEOUT)?;
+        std::thread::sleep(pause_until.saturating_duration_since(Instant::now()));
+    }
 
     let mut samples = Vec::new();
     let mut keys = 0;

@@ -18,6 +18,14 @@ pub fn print_text(report: &Report) {
     println!("  replay: {}", c.replay);
     println!("  clock: {}", c.clock);
     println!("  ghostline got: {}", c.ghostline_got);
+    println!(
+        "  after didOpen: {}; completion.crossFile {}",
+        match c.open_pause_ms {
+            0 => "the trace's first event at once".to_owned(),
+            ms => format!("a code-action request at the cursor, then {ms} ms before the trace's first event"),
+        },
+        if c.cross_file { "on" } else { "off" }
+    );
     if let Some(got) = &c.peer_got {
         println!("  llama-server got: {got}");
     }
@@ -74,6 +82,12 @@ pub fn print_text(report: &Report) {
         let large = |s: &Side| format!("{} ({} tok)", s.large_redecodes, s.redecoded_total);
         row("requests re-decoding ≥ half the prompt (all tokens)".into(), large(g), p.map(large), None);
         row("requests restoring a saved KV state (tokens)".into(), format!("{} ({} tok)", g.restores, g.restored_total), p.map(|_| "-".into()), None);
+        row(
+            "first request after didOpen, key to suggestion ms, median".into(),
+            fmt0(g.first_key_ms.map(|s| s.p50)),
+            p.map(|p| fmt0(p.first_key_ms.map(|s| s.p50))),
+            None,
+        );
         row(
             format!("cold TTFT ms at {} prompt tokens, median", fmt0(g.cold_prompt_tokens.map(|s| s.p50))),
             fmt0(g.cold_ttft_ms.map(|s| s.p50)),

@@ -155,7 +155,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
                     suffix: String::new(),
                 },
                 cross_file: None,
-                head_only: false,
+                purpose: crate::prompt::Purpose::Complete,
                 max_prompt_tokens: size,
                 // Never stops on the text: every sample decodes DECODE_TOKENS (unless end of text).
                 stop: StopRule::unbounded(),

@@ -64,6 +64,9 @@ pub struct Side {
     /// saved in host memory (ghostline) and those tokens.
     pub restores: usize,
     pub restored_total: usize,
+    /// The first request of each run, key (or request) to suggestion: the cold one, or with
+    /// `--open-pause` the one that found what was decoded ahead.
+    pub first_key_ms: Option<Stat>,
     /// First request of each run, on a freshly started server.
     pub cold_ttft_ms: Option<Stat>,
     pub cold_prompt_tokens: Option<Stat>,
@@ -193,6 +196,7 @@ pub fn summarize(
         redecoded_total: g().filter(warm).filter_map(server).map(|f| f.prefill_tokens).sum(),
         restores: g().filter(warm).filter_map(server).filter(|f| f.restored_tokens > 0).count(),
         restored_total: g().filter(warm).filter_map(server).map(|f| f.restored_tokens).sum(),
+        first_key_ms: Stat::of(g().filter(cold).map(|s| s.key_ms)),
         cold_ttft_ms: Stat::of(g().filter(cold).filter_map(server).map(|f| f.ttft_ms)),
         cold_prompt_tokens: Stat::of(g().filter(cold).filter_map(server).map(|f| f.prompt_tokens as f64)),
         prefill_tokens_per_s: Stat::of(g().filter(cold).filter_map(server).map(|f| f.prefill_tokens as f64 / f.ttft_ms * 1e3)),
@@ -213,6 +217,7 @@ pub fn summarize(
             // llama-server reports no such figure (its prompt cache restores are in its log).
             restores: 0,
             restored_total: 0,
+            first_key_ms: Stat::of(g().filter(cold).filter_map(p).map(|f| f.key_ms)),
             cold_ttft_ms: Stat::of(g().filter(cold).filter_map(p).map(|f| f.prompt_ms)),
             cold_prompt_tokens: Stat::of(g().filter(cold).filter_map(p).map(|f| f.prompt_tokens as f64)),
             prefill_tokens_per_s: Stat::of(g().filter(cold).filter_map(p).map(|f| f.prefill_tokens as f64 / f.prompt_ms * 1e3)),

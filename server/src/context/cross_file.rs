@@ -3,7 +3,9 @@
 //! user recently saw or edited elsewhere (`crate::workspace::Recent`), as a [`CrossFile`] for
 //! the prompt plan. One per language server (and per `eval --cross-file` run).
 
+use std::hash::{BuildHasher, BuildHasherDefault};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use tree_sitter::Tree;
@@ -22,6 +24,20 @@ pub struct Workspace {
     /// The files never read into a prompt (the index applies the same globs to what it reads).
     exclude: globset::GlobSet,
     recent: Mutex<Recent>,
+    /// Bumped by every chunk noted.
+    recent_generation: AtomicU64,
+    /// The last answer of `cross_file` and what it was for: a keystroke asks twice (its
+    /// generation ahead, then the request it answers) for the same text and cursor.
+    last: Mutex<Option<(Asked, Option<CrossFile>)>>,
+}
+
+/// What a `cross_file` answer depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Asked {
+    /// The path, text, cursor and budget, hashed.
+    request: u64,
+    index: u64,
+    recent: u64,
 }
 
 impl Workspace {
@@ -37,7 +53,14 @@ impl Workspace {
             }
         }
         let exclude = exclude.build().unwrap_or_else(|_| globset::GlobSet::empty());
-        Workspace { index: Index::new(options), roots, exclude, recent: Mutex::new(Recent::new(RECENT_CHUNKS)) }
+        Workspace {
+            index: Index::new(options),
+            roots,
+            exclude,
+            recent: Mutex::new(Recent::new(RECENT_CHUNKS)),
+            recent_generation: AtomicU64::new(0),
+            last: Mutex::new(None),
+        }
     }
 
     /// Whether `rel` (relative to its root) may never be read into a prompt.
@@ -58,6 +81,23 @@ impl Workspace {
     /// keeps `max_bytes` of them (`prompt::budget::cross_file_bytes`). `None` when the file is
     /// outside the workspace or nothing was found.
     pub fn cross_file(&self, path: &Path, text: &str, cursor: usize, syntax: Option<(&'static Spec, &Tree)>, max_bytes: usize) -> Option<CrossFile> {
+        let hasher = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        let asked = Asked {
+            request: hasher.hash_one((path, text, cursor, max_bytes, syntax.map(|(s, _)| s.name))),
+            index: self.index.generation(),
+            recent: self.recent_generation.load(Ordering::SeqCst),
+        };
+        if let Some((at, answer)) = &*self.last.lock().unwrap_or_else(PoisonError::into_inner) {
+            if *at == asked {
+                return answer.clone();
+            }
+        }
+        let answer = self.find(path, text, cursor, syntax, max_bytes);
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((asked, answer.clone()));
+        answer
+    }
+
+    fn find(&self, path: &Path, text: &str, cursor: usize, syntax: Option<(&'static Spec, &Tree)>, max_bytes: usize) -> Option<CrossFile> {
         let rel = self.relative(path)?;
         let mut snippets: Vec<Related> = Vec::new();
         if let Some((spec, tree)) = syntax {
@@ -77,6 +117,7 @@ impl Workspace {
     pub fn note(&self, path: &Path, text: &str, line: u32) {
         if let Some(rel) = self.relative(path).filter(|rel| !self.excluded(rel)) {
             self.recent.lock().unwrap_or_else(PoisonError::into_inner).note(&rel, text, line);
+            self.recent_generation.fetch_add(1, Ordering::SeqCst);
         }
     }
 }

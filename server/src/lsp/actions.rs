@@ -137,6 +137,9 @@ impl Backend {
     pub(super) async fn code_action_list(&self, params: CodeActionParams) -> Result<Option<Vec<CodeActionResponse>>> {
         let enc = self.caps().encoding;
         let uri = params.text_document.uri.clone();
+        if params.range.start == params.range.end && self.state().docs.contains_key(&uri) {
+            self.cursor_rests(&uri, params.range.start).await;
+        }
         let (snap, language) = {
             let state = self.state();
             if !state.config.actions.enabled {

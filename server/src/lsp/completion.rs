@@ -80,10 +80,11 @@ impl Backend {
             let model = state.config.model.path.as_ref().and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned());
             let offer = (state.config.stats.clone(), model.unwrap_or_default(), language);
             let left = state.make_active(uri, Some(params.position.line));
+            state.rest = Some((uri.clone(), params.position));
             (snap, cursor, word_start, word, indent, state.session(uri), left, offer)
         };
-        if let Some((uri, text, line)) = left {
-            self.workspace_touched(&uri, &text, line);
+        if let Some((uri, touched, line)) = left {
+            self.workspace_touched(&uri, touched, line);
         }
         if let Some(why) = crate::exclude::skip_request(&engine.config, uri.0.as_str(), &snap.text, snap.cursor) {
             tracing::debug!("no completion request: {why}");

@@ -27,6 +27,13 @@ struct Syntax {
     tree: Tree,
 }
 
+/// A document's whole text and its tree, as the workspace index takes it when the document is
+/// saved, closed or left.
+pub struct Touched {
+    pub text: String,
+    pub syntax: Option<(&'static Spec, Tree)>,
+}
+
 /// What the engine needs from a document at one cursor: its text (the whole document when it
 /// has a tree, else a window of lines), the cursor's byte offset in it, and the tree.
 #[derive(Debug, Clone)]
@@ -147,6 +154,12 @@ impl Document {
     /// The current tree, if the document's language has a grammar.
     pub fn tree(&self) -> Option<&Tree> {
         self.syntax.as_ref().map(|s| &s.tree)
+    }
+
+    /// The document's text with its language and tree (cheap: the tree is shared), for work
+    /// that outlives the state's lock.
+    pub fn contents(&self) -> Touched {
+        Touched { text: self.rope.to_string(), syntax: self.syntax.as_ref().map(|s| (s.spec, s.tree.clone())) }
     }
 }
 

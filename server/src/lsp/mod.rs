@@ -257,8 +257,8 @@ impl LanguageServer for Backend {
             };
             // The text moved on: whatever was computing for the old text is wasted work.
             session.text_changed();
-            if let Some((uri, text, line)) = left {
-                self.workspace_touched(&uri, &text, line);
+            if let Some((uri, touched, line)) = left {
+                self.workspace_touched(&uri, touched, line);
             }
             if let (Some(snap), Some(engine)) = (ahead, engine) {
                 let cross_file = self.cross_file_for(&uri, &snap);
@@ -279,10 +279,10 @@ impl LanguageServer for Backend {
                     session.close();
                 }
                 let line = state.active.take_if(|(u, _)| *u == uri).map_or(0, |(_, l)| l);
-                doc.map(|d| (d.rope.to_string(), line))
+                doc.map(|d| (d.contents(), line))
             };
-            if let Some((text, line)) = closed {
-                self.workspace_touched(&uri, &text, line);
+            if let Some((touched, line)) = closed {
+                self.workspace_touched(&uri, touched, line);
             }
         })
         .await
@@ -294,10 +294,18 @@ impl LanguageServer for Backend {
             let saved = {
                 let state = self.state();
                 let line = state.active.as_ref().filter(|(u, _)| *u == uri).map_or(0, |(_, l)| *l);
-                params.text.or_else(|| state.docs.get(&uri).map(|d| d.rope.to_string())).map(|t| (t, line))
+                // The document's tree is the saved text's (the client sends its changes first);
+                // a text sent with the save that differs is parsed.
+                let doc = state.docs.get(&uri).map(|d| d.contents());
+                match (params.text, doc) {
+                    (Some(text), Some(doc)) if text == doc.text => Some(doc),
+                    (Some(text), _) => Some(document::Touched { text, syntax: None }),
+                    (None, doc) => doc,
+                }
+                .map(|t| (t, line))
             };
-            if let Some((text, line)) = saved {
-                self.workspace_touched(&uri, &text, line);
+            if let Some((touched, line)) = saved {
+                self.workspace_touched(&uri, touched, line);
             }
         })
         .await

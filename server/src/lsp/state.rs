@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::Value;
-use tower_lsp_server::gen_lsp_types::{InitializeParams, MessageType, ResourceOperationKind, Uri, WorkspaceFolders};
+use tower_lsp_server::gen_lsp_types::{InitializeParams, MessageType, Position, ResourceOperationKind, Uri, WorkspaceFolders};
 
-use super::document::Document;
+use super::document::{Document, Touched};
 use super::encoding::Encoding;
 use crate::config::Config;
 use crate::engine::Engine;
@@ -83,6 +83,9 @@ pub struct State {
     /// The document the user last typed or asked in, and the cursor's line there: leaving it
     /// for another hands its text to the index and a chunk of it to the recent ones.
     pub active: Option<(Uri, u32)>,
+    /// Where the cursor last rested, as a code-action request or a completion request said:
+    /// the prompt there is decoded ahead (again when the workspace changes).
+    pub rest: Option<(Uri, Position)>,
 }
 
 impl Default for State {
@@ -98,6 +101,7 @@ impl Default for State {
             last_timings: None,
             workspace: None,
             active: None,
+            rest: None,
         }
     }
 }
@@ -110,9 +114,9 @@ impl State {
 
     /// `uri` is where the user is now, at `line` when known. When that is another document
     /// than before, returns the one left, with its text and line (for the workspace index).
-    pub fn make_active(&mut self, uri: &Uri, line: Option<u32>) -> Option<(Uri, String, u32)> {
+    pub fn make_active(&mut self, uri: &Uri, line: Option<u32>) -> Option<(Uri, Touched, u32)> {
         let left = match self.active.take() {
-            Some((old, old_line)) if old != *uri => self.docs.get(&old).map(|d| (old.clone(), d.rope.to_string(), old_line)),
+            Some((old, old_line)) if old != *uri => self.docs.get(&old).map(|d| (old.clone(), d.contents(), old_line)),
             Some((_, old_line)) => {
                 self.active = Some((uri.clone(), line.unwrap_or(old_line)));
                 return None;

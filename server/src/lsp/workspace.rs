@@ -2,19 +2,24 @@
 //! `initialize`, filled in the background after `initialized` (with `$/progress`), kept current
 //! from `didOpen`/`didSave`/`didClose` and `workspace/didChangeWatchedFiles` (registered
 //! dynamically when the client allows it), and asked for the cross-file section of a cursor.
-//! The section of the document the user is in is prefilled ahead when it opens.
+//!
+//! Decoding ahead: the head of a document's prompts (BOS and the section) when it opens; the
+//! whole prompt where the cursor rests (a code-action request with an empty range says where,
+//! as VS Code sends one whenever the cursor moves), again when the index changes under it.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tower_lsp_server::gen_lsp_types::*;
 
-use super::document::Snapshot;
-use super::state::uri_to_path;
+use super::document::{Snapshot, Touched};
+use super::encoding::Encoding;
+use super::state::{uri_to_path, State};
 use super::Backend;
 use crate::config::Config;
 use crate::context::cross_file::Workspace;
 use crate::context::CrossFile;
+use crate::engine::OwnedInput;
 use crate::workspace::IndexOptions;
 
 /// The files the watcher registration asks the client to report.
@@ -108,10 +113,18 @@ impl Backend {
     /// The cross-file section for a snapshot of `uri` (`None`: no workspace, file outside it,
     /// nothing found).
     pub(super) fn cross_file_for(&self, uri: &Uri, snap: &Snapshot) -> Option<CrossFile> {
-        let ws = self.workspace()?;
-        let path = uri_to_path(uri.0.as_str())?;
-        let budget = crate::prompt::budget::cross_file_bytes(self.state().config.completion.max_prompt_tokens);
-        ws.cross_file(&path, &snap.text, snap.cursor, snap.syntax.as_ref().map(|(s, t)| (*s, t)), budget)
+        let max_prompt_tokens = self.state().config.completion.max_prompt_tokens;
+        section(&*self.workspace()?, &uri_to_path(uri.0.as_str())?, snap, max_prompt_tokens)
+    }
+
+    /// The cursor rests at `position` in `uri` (a code-action request for an empty range says
+    /// so): the prompt there is made (on a blocking thread) and queued on the model thread
+    /// before this returns, so that a request the client sends next finds it decoded or in the
+    /// making.
+    pub(super) async fn cursor_rests(&self, uri: &Uri, position: Position) {
+        self.state().rest = Some((uri.clone(), position));
+        let (state, enc) = (Arc::clone(&self.state), self.caps().encoding);
+        let _ = tokio::task::spawn_blocking(move || prefill_rest(&state, enc, false)).await;
     }
 
     /// A document opened: its entries follow the editor's text from now on, a chunk of it joins
@@ -139,11 +152,14 @@ impl Backend {
 
     /// A document saved or closed (or left for another): the index takes its text, and a
     /// chunk around `line` joins the recent ones.
-    pub(super) fn workspace_touched(&self, uri: &Uri, text: &str, line: u32) {
+    pub(super) fn workspace_touched(&self, uri: &Uri, touched: Touched, line: u32) {
         let (Some(ws), Some(path)) = (self.workspace(), uri_to_path(uri.0.as_str())) else { return };
-        ws.note(&path, text, line);
-        let text = text.to_owned();
-        tokio::task::spawn_blocking(move || ws.index.update(&path, &text));
+        ws.note(&path, &touched.text, line);
+        let (state, enc) = (Arc::clone(&self.state), self.caps().encoding);
+        tokio::task::spawn_blocking(move || {
+            ws.index.update_parsed(&path, &touched.text, touched.syntax.as_ref().map(|(s, t)| (*s, t)));
+            prefill_rest(&state, enc, true);
+        });
     }
 
     /// `workspace/didChangeWatchedFiles`: files changed on disk. Open documents follow the
@@ -151,6 +167,7 @@ impl Backend {
     pub(super) fn workspace_files_changed(&self, changes: Vec<FileEvent>) {
         let Some(ws) = self.workspace() else { return };
         let open: Vec<PathBuf> = self.state().docs.keys().filter_map(|u| uri_to_path(u.0.as_str())).collect();
+        let (state, enc) = (Arc::clone(&self.state), self.caps().encoding);
         tokio::task::spawn_blocking(move || {
             for change in changes {
                 let Some(path) = uri_to_path(change.uri.0.as_str()) else { continue };
@@ -166,6 +183,41 @@ impl Backend {
                     }
                 }
             }
+            prefill_rest(&state, enc, true);
         });
     }
+}
+
+/// The cross-file section of `path` for `snap`, within the share of `max_prompt_tokens`.
+fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32) -> Option<CrossFile> {
+    let budget = crate::prompt::budget::cross_file_bytes(max_prompt_tokens);
+    ws.cross_file(path, &snap.text, snap.cursor, snap.syntax.as_ref().map(|(s, t)| (*s, t)), budget)
+}
+
+/// Decodes the prompt where the cursor last rested (`State::rest`), if its document is open
+/// and completions may run there. `again`: even when it was decoded for this text and cursor
+/// already (the workspace changed, and with it maybe the cross-file section): a prompt whose
+/// tokens are all in the KV cache costs nothing to decode again. Blocking (the section is
+/// resolved here); call it off the async threads.
+fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
+    let (engine, session, snap, path, ws, max_prompt_tokens) = {
+        let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some((uri, position)) = st.rest.clone() else { return };
+        let Some(engine) = st.engine.clone() else { return };
+        let Some(doc) = st.docs.get(&uri) else { return };
+        let Ok(snap) = doc.snapshot(position, enc, engine.config.lines_before as usize, engine.config.lines_after as usize) else { return };
+        if crate::exclude::skip_request(&engine.config, uri.0.as_str(), &snap.text, snap.cursor).is_some() {
+            return;
+        }
+        let (ws, max_prompt_tokens) = (st.workspace.clone(), st.config.completion.max_prompt_tokens);
+        (engine, st.session(&uri), snap, uri_to_path(uri.0.as_str()), ws, max_prompt_tokens)
+    };
+    let cross_file = match (&ws, &path) {
+        (Some(ws), Some(path)) => section(ws, path, &snap, max_prompt_tokens),
+        _ => None,
+    };
+    if again {
+        session.forget_rest();
+    }
+    engine.prefill_at(&session, OwnedInput { text: snap.text, cursor: snap.cursor, syntax: snap.syntax, cross_file });
 }

@@ -37,13 +37,27 @@ pub struct Draft {
     pub stop: StopRule,
     /// What the code uses from other files (`completion.crossFile`); `None`: no such section.
     pub cross_file: Option<CrossFile>,
-    /// Only the head every prompt in this file starts with (BOS and the cross-file section),
-    /// to decode it ahead of requests ([`crate::engine::Engine::prefill_head`]).
-    pub head_only: bool,
+    /// What the model thread decodes for it: the prompt and an answer, or only part of the
+    /// prompt, ahead of requests.
+    pub purpose: Purpose,
     /// `completion.maxPromptTokens` (the context size bounds it too).
     pub max_prompt_tokens: u32,
     /// `completion.maxTokens` (at most half the context).
     pub max_tokens: u32,
+}
+
+/// What a draft is decoded for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Purpose {
+    /// The prompt, then the answer.
+    #[default]
+    Complete,
+    /// Only the head every prompt in the file starts with (BOS and the cross-file section),
+    /// decoded when the file opens ([`crate::engine::Engine::prefill_head`]).
+    Head,
+    /// The whole prompt and no answer: decoded where the cursor rests before the user types
+    /// there ([`crate::engine::Engine::prefill_at`]).
+    Prompt,
 }
 
 impl Draft {
@@ -103,7 +117,7 @@ impl PromptPlan {
             }
             None => (String::new(), Vec::new()),
         };
-        if draft.head_only {
+        if draft.purpose == Purpose::Head {
             let head = if cross.is_empty() { layout::Layout::default() } else { layout::head(model.bos, &cross) };
             return PromptPlan { tokens: head.tokens, sections: head.sections, text: PromptParts::default(), cross_file: cross_text, stop: draft.stop.clone(), max_tokens: 0 };
         }
@@ -122,7 +136,8 @@ impl PromptPlan {
         let (kept, suffix) = budget::cut(&before, &suffix, room);
         let outline = outline.saturating_sub(before.len() - kept.len());
         let layout = layout::lay_out(&model.fim, model.bos, &cross, kept, outline, suffix);
-        PromptPlan { tokens: layout.tokens, sections: layout.sections, text, cross_file: cross_text, stop: draft.stop.clone(), max_tokens: limits.max_tokens }
+        let max_tokens = if draft.purpose == Purpose::Prompt { 0 } else { limits.max_tokens };
+        PromptPlan { tokens: layout.tokens, sections: layout.sections, text, cross_file: cross_text, stop: draft.stop.clone(), max_tokens }
     }
 
     /// The tokens of one kind, in order (several runs for markers).

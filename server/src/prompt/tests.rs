@@ -45,7 +45,7 @@ fn draft(max_prompt_tokens: u32) -> Draft {
         },
         stop: StopRule::for_cursor("    return ", "\n\ndef g():\n    pass\n"),
         cross_file: None,
-        head_only: false,
+        purpose: Purpose::Complete,
         max_prompt_tokens,
         max_tokens: 64,
     }
@@ -208,11 +208,16 @@ fn the_section_stays_while_typing_and_the_head_is_its_start() {
     let (pa, pb) = (PromptPlan::build(&a, &t, &qwen(4096), &memo), PromptPlan::build(&b, &t, &qwen(4096), &memo));
     assert_eq!(pa.section(Section::CrossFile), pb.section(Section::CrossFile));
     let mut head = a.clone();
-    head.head_only = true;
+    head.purpose = Purpose::Head;
     let h = PromptPlan::build(&head, &t, &qwen(4096), &memo);
     assert_eq!(h.max_tokens, 0);
     assert!(h.tokens.len() > 1 && pa.tokens.starts_with(&h.tokens) && pb.tokens.starts_with(&h.tokens));
+    // Where the cursor rests: the whole prompt, no answer.
+    let mut whole = a.clone();
+    whole.purpose = Purpose::Prompt;
+    let w = PromptPlan::build(&whole, &t, &qwen(4096), &memo);
+    assert_eq!((w.tokens, w.max_tokens), (pa.tokens.clone(), 0));
     let mut nothing = draft(1024);
-    nothing.head_only = true;
+    nothing.purpose = Purpose::Head;
     assert!(PromptPlan::build(&nothing, &t, &qwen(4096), &memo).tokens.is_empty());
 }

@@ -168,9 +168,11 @@ fn py_absolute(state: &State, comps: &[&str]) -> Vec<u32> {
     }
     let base = comps.join("/");
     let candidates = [format!("{base}.py"), format!("{base}.pyi"), format!("{base}/__init__.py"), format!("{base}/__init__.pyi")];
+    let last = comps[comps.len() - 1];
     let hit = state
-        .entries()
-        .filter(|(_, f)| f.lang == "python")
+        .modules_named(last)
+        .iter()
+        .map(|&id| (id, state.file(id)))
         .filter(|(_, f)| candidates.iter().any(|c| f.rel == *c || (f.rel.ends_with(c.as_str()) && f.rel[..f.rel.len() - c.len()].ends_with('/'))))
         .min_by(|a, b| (a.1.rel.len(), &a.1.rel).cmp(&(b.1.rel.len(), &b.1.rel)));
     hit.map(|(id, _)| id).into_iter().collect()

@@ -51,8 +51,14 @@ pub(super) struct State {
     free: Vec<u32>,
     /// Definition name → the files that define it (one entry per definition).
     names: HashMap<String, Vec<u32>>,
+    /// Python module name (a file's stem, a package's folder for `__init__`) → its files:
+    /// import resolution looks a module up without scanning every file.
+    modules: HashMap<String, Vec<u32>>,
     /// Paths the editor updated or removed, with the `seq` of that change.
     touched: HashMap<PathBuf, u64>,
+    /// Bumped by every insertion and removal: what was resolved against an older generation
+    /// may have changed.
+    generation: u64,
     bytes: usize,
     definitions: usize,
     truncated: bool,
@@ -70,6 +76,15 @@ impl State {
     /// All indexed files.
     pub fn entries(&self) -> impl Iterator<Item = (u32, &FileEntry)> {
         self.files.iter().enumerate().filter_map(|(i, f)| f.as_ref().map(|f| (i as u32, f)))
+    }
+
+    /// The Python files that can be the module `name` (`name.py`, `name/__init__.py`).
+    pub fn modules_named(&self, name: &str) -> &[u32] {
+        self.modules.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The files defining `name` (each once, in id order).
@@ -92,6 +107,10 @@ impl State {
         for d in &entry.defs {
             self.names.entry(d.name.clone()).or_default().push(id);
         }
+        if let Some(module) = python_module(&entry) {
+            self.modules.entry(module.to_owned()).or_default().push(id);
+        }
+        self.generation += 1;
         self.bytes += entry.bytes;
         self.definitions += entry.defs.len();
         self.ids.insert(entry.path.clone(), id);
@@ -111,6 +130,10 @@ impl State {
                 }
             }
         }
+        if let Some(list) = python_module(&entry).and_then(|m| self.modules.get_mut(m)) {
+            list.retain(|&i| i != id);
+        }
+        self.generation += 1;
         self.bytes -= entry.bytes;
         self.definitions -= entry.defs.len();
         self.free.push(id);
@@ -118,6 +141,22 @@ impl State {
 
     fn stats(&self) -> IndexStats {
         IndexStats { files: self.ids.len(), definitions: self.definitions, bytes: self.bytes, truncated: self.truncated }
+    }
+}
+
+/// The module name a Python file is imported by (its last component): `c` for `a/c.py`, `b`
+/// for `a/b/__init__.py`.
+fn python_module(entry: &FileEntry) -> Option<&str> {
+    if entry.lang != "python" {
+        return None;
+    }
+    let mut parts = entry.rel.rsplit('/');
+    let file = parts.next()?;
+    let stem = file.strip_suffix(".pyi").or_else(|| file.strip_suffix(".py"))?;
+    if stem == "__init__" {
+        parts.next()
+    } else {
+        Some(stem)
     }
 }
 
@@ -141,9 +180,14 @@ pub(super) fn normalize(path: &Path) -> PathBuf {
 /// Parses `text` and extracts its definitions into an entry.
 fn entry(path: PathBuf, rel: String, spec: &'static Spec, parser: &mut tree_sitter::Parser, text: &str) -> Option<FileEntry> {
     let tree = parser.parse(text, None)?;
-    let defs = defs::extract(spec, &tree, text);
+    Some(entry_of(path, rel, spec, &tree, text))
+}
+
+/// The entry of `text` whose tree is `tree`.
+fn entry_of(path: PathBuf, rel: String, spec: &'static Spec, tree: &tree_sitter::Tree, text: &str) -> FileEntry {
+    let defs = defs::extract(spec, tree, text);
     let bytes = FILE_OVERHEAD + 2 * path.as_os_str().len() + rel.len() + defs.iter().map(|d| d.bytes() + NAME_OVERHEAD + d.name.len()).sum::<usize>();
-    Some(FileEntry { path, rel, lang: spec.name, defs, bytes, from_editor: false })
+    FileEntry { path, rel, lang: spec.name, defs, bytes, from_editor: false }
 }
 
 impl Index {
@@ -253,13 +297,24 @@ impl Index {
     /// An open, changed or saved file's text: its entry replaced. Excluded paths and files of
     /// unsupported languages are ignored. Quick (one parse).
     pub fn update(&self, path: &Path, text: &str) {
+        self.update_parsed(path, text, None);
+    }
+
+    /// [`Index::update`] with the tree the editor's document keeps for `text` (made edit by
+    /// edit as the user typed): no parse then, only the definitions read from it. A tree of
+    /// another language than the path's is not used.
+    pub fn update_parsed(&self, path: &Path, text: &str, tree: Option<(&'static Spec, &tree_sitter::Tree)>) {
         let path = normalize(path);
         let rel = self.relative(&path);
         let Some(spec) = crate::syntax::by_path(&rel) else { return };
         if self.inner.filter.excluded(&rel) || text.len() as u64 > self.inner.options.max_file_bytes {
             return;
         }
-        let Some(mut entry) = entry(path.clone(), rel, spec, &mut spec.parser(), text) else { return };
+        let entry = match tree.filter(|(s, _)| s.name == spec.name) {
+            Some((_, tree)) => Some(entry_of(path.clone(), rel, spec, tree, text)),
+            None => entry(path.clone(), rel, spec, &mut spec.parser(), text),
+        };
+        let Some(mut entry) = entry else { return };
         entry.from_editor = true;
         let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let mut state = self.write();
@@ -278,6 +333,12 @@ impl Index {
 
     pub fn stats(&self) -> IndexStats {
         self.read().stats()
+    }
+
+    /// Changes with every file added, replaced or removed: what `related` found is still
+    /// what it would find while this stays the same (for the same file text and cursor).
+    pub fn generation(&self) -> u64 {
+        self.read().generation()
     }
 
     /// The definitions the code at `cursor` in `path` uses from OTHER files, resolved through

@@ -1,9 +1,11 @@
 //! Resolution near the cursor: the complete identifiers of the enclosing scope (and of the
-//! headers of the classes and impls around it) resolved through the file's imports to other
-//! files' definitions, with a fall-back to names defined in exactly one other file; ranked,
-//! cut to the byte budget, and ordered by path and position.
+//! headers of the classes and impls around it), then those of the rest of the file, resolved
+//! through the file's imports to other files' definitions, with a fall-back to names defined in
+//! exactly one other file; ranked (the scope's first), cut to the byte budget, and ordered by
+//! path and position. When everything found fits, the result is the same for every cursor in
+//! the file: the head of its prompts, decoded when it opens, serves every scope.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
 
@@ -19,6 +21,8 @@ use crate::syntax::{BlockEnd, Spec};
 const SNIPPET_OVERHEAD: usize = 16;
 /// Text scanned for identifiers at module level, when the file is larger.
 const MODULE_LEVEL_BYTES: usize = 64 * 1024;
+/// Text scanned for the rest of the file's identifiers: its start (imports, top-level code).
+const FILE_BYTES: usize = 128 * 1024;
 
 pub struct Request<'a> {
     pub path: &'a Path,
@@ -54,8 +58,18 @@ enum Rank {
     Imported,
 }
 
+/// Where the names come from, before their rank: the scope around the cursor, the rest of the
+/// file, or the file's imports that nothing uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Tier {
+    Scope,
+    File,
+    Unused,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Pick {
+    tier: Tier,
     rank: Rank,
     order: usize,
     file: u32,
@@ -65,6 +79,8 @@ struct Pick {
 struct Resolver<'a> {
     state: &'a State,
     me: Option<u32>,
+    /// The tier of the picks being added.
+    tier: Tier,
     picks: Vec<Pick>,
 }
 
@@ -81,14 +97,14 @@ impl Resolver<'_> {
             let mut found = false;
             for (i, d) in defs.iter().enumerate() {
                 if d.name == name && d.kind != Kind::Method {
-                    self.picks.push(Pick { rank, order, file, def: i });
+                    self.picks.push(Pick { tier: self.tier, rank, order, file, def: i });
                     found = true;
                 }
             }
             // JS/TS default import: the file's `export default` definition.
             if !found && name == "default" {
                 if let Some(i) = defs.iter().position(|d| d.text.lines().any(|l| l.starts_with("export default"))) {
-                    self.picks.push(Pick { rank, order, file, def: i });
+                    self.picks.push(Pick { tier: self.tier, rank, order, file, def: i });
                 }
             }
         }
@@ -111,7 +127,7 @@ impl Resolver<'_> {
         for &file in files.iter().filter(|&&f| Some(f) != self.me) {
             for (i, d) in state.file(file).defs.iter().enumerate() {
                 if !matches!(d.kind, Kind::Method | Kind::Impl) {
-                    self.picks.push(Pick { rank, order, file, def: i });
+                    self.picks.push(Pick { tier: self.tier, rank, order, file, def: i });
                 }
             }
         }
@@ -120,22 +136,29 @@ impl Resolver<'_> {
 
 pub fn related(state: &State, req: &Request<'_>) -> Vec<Snippet> {
     let b = imports::bindings(state, req.spec, req.tree, req.text, req.path);
-    let (tokens, cursor_qual) = tokens(req);
+    let (tokens, cursor_qual, file_tokens) = tokens(req);
     let locals: HashSet<String> = super::defs::local_names(req.tree, req.text).into_iter().collect();
-    let mut r = Resolver { state, me: state.id(req.path), picks: Vec::new() };
-    for (order, t) in tokens.iter().enumerate() {
-        match &t.qual {
-            Some(q) => {
-                if let Some(files) = imports::module_of(state, &b, q) {
-                    r.named(&files, &t.name, Rank::Resolved, order);
+    let mut r = Resolver { state, me: state.id(req.path), tier: Tier::Scope, picks: Vec::new() };
+    let resolve = |r: &mut Resolver<'_>, tokens: &[Token]| {
+        for (order, t) in tokens.iter().enumerate() {
+            match &t.qual {
+                Some(q) => {
+                    if let Some(files) = imports::module_of(state, &b, q) {
+                        r.named(&files, &t.name, Rank::Resolved, order);
+                    }
                 }
+                None => bare(r, &b, &locals, t, order),
             }
-            None => bare(&mut r, &b, &locals, t, order),
         }
-    }
+    };
+    resolve(&mut r, &tokens);
     if let Some(files) = cursor_qual.and_then(|q| imports::module_of(state, &b, &q)) {
         r.all(&files, Rank::CursorModule, tokens.len());
     }
+    // Then what the rest of the file uses, in the order it appears: what does not fit is what
+    // the scope does not use.
+    r.tier = Tier::File;
+    resolve(&mut r, &file_tokens);
     // One level more: the bases of the classes found, the methods of Go types found.
     let found: Vec<Pick> = r.picks.clone();
     for p in found {
@@ -143,6 +166,7 @@ pub fn related(state: &State, req: &Request<'_>) -> Vec<Snippet> {
         if d.kind != Kind::Type {
             continue;
         }
+        r.tier = p.tier;
         for base in d.bases.clone() {
             let name = base.rsplit('.').next().unwrap_or(&base).to_owned();
             r.unique(&name, Rank::Related, p.order);
@@ -153,13 +177,14 @@ pub fn related(state: &State, req: &Request<'_>) -> Vec<Snippet> {
             for file in files {
                 for (i, m) in state.file(file).defs.iter().enumerate() {
                     if m.kind == Kind::Method && m.container.as_deref() == Some(&name) {
-                        r.picks.push(Pick { rank: Rank::Related, order: p.order, file, def: i });
+                        r.picks.push(Pick { tier: p.tier, rank: Rank::Related, order: p.order, file, def: i });
                     }
                 }
             }
         }
     }
-    // Last, what the file imports by name, in name order (the scope's own names come first).
+    // Last, what the file imports by name and nothing uses yet, in name order.
+    r.tier = Tier::Unused;
     let mut imported: Vec<(&String, &Binding)> = b.names.iter().filter(|(_, binding)| matches!(binding, Binding::Item { .. })).collect();
     imported.sort_by(|a, b| a.0.cmp(b.0));
     for (k, (local, binding)) in imported.into_iter().enumerate() {
@@ -206,7 +231,7 @@ fn bare(r: &mut Resolver<'_>, b: &Bindings, locals: &HashSet<String>, t: &Token,
 fn select(state: &State, mut picks: Vec<Pick>, max_bytes: usize) -> Vec<Snippet> {
     let key = |p: &Pick| {
         let f = state.file(p.file);
-        (p.rank, p.order, f.rel.clone(), f.defs[p.def].start)
+        (p.tier, p.rank, p.order, f.rel.clone(), f.defs[p.def].start)
     };
     picks.sort_by_cached_key(key);
     let mut seen = HashSet::new();
@@ -256,9 +281,10 @@ fn chain_before(text: &str, mut at: usize, sep: &str) -> Option<String> {
 }
 
 /// The identifiers to resolve, in order of appearance (the headers of the containers around
-/// the cursor, then the scope), without the word at the cursor; and the qualifier before the
-/// word at the cursor (`m` in `m.|` or `m.fo|`).
-fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>) {
+/// the cursor, then the scope), without the word at the cursor; the qualifier before the
+/// word at the cursor (`m` in `m.|` or `m.fo|`); and the identifiers of the whole file (its
+/// first [`FILE_BYTES`]), the word at the cursor left out too.
+fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Vec<Token>) {
     let (text, cursor) = (req.text, req.cursor);
     let sep = if req.spec.name == "rust" { "::" } else { "." };
     let word_start = cursor - trailing_word(&text[..cursor]).len();
@@ -276,24 +302,31 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>) {
         None if text.len() <= MODULE_LEVEL_BYTES => 0..text.len(),
         None => cursor.saturating_sub(MODULE_LEVEL_BYTES / 2)..(cursor + MODULE_LEVEL_BYTES / 2).min(text.len()),
     });
-    let mut out: Vec<Token> = Vec::new();
-    for range in &ranges {
-        for leaf in leaves(req.tree.root_node(), range) {
-            let (s, e) = (leaf.start_byte(), leaf.end_byte());
-            if word_start < word_end && s < word_end && word_start < e {
-                continue; // the word being typed
-            }
-            let name = text[s..e].to_owned();
-            let qual = chain_before(text, s, sep);
-            let called = text[e..].trim_start().starts_with('(');
-            match out.iter_mut().find(|t| t.name == name && t.qual == qual) {
-                Some(t) => t.called |= called,
-                None => out.push(Token { qual, name, called }),
+    let collect = |ranges: &[Range<usize>]| {
+        let mut out: Vec<Token> = Vec::new();
+        let mut seen: HashMap<(Option<String>, String), usize> = HashMap::new();
+        for range in ranges {
+            for leaf in leaves(req.tree.root_node(), range) {
+                let (s, e) = (leaf.start_byte(), leaf.end_byte());
+                if word_start < word_end && s < word_end && word_start < e {
+                    continue; // the word being typed
+                }
+                let name = text[s..e].to_owned();
+                let qual = chain_before(text, s, sep);
+                let called = text[e..].trim_start().starts_with('(');
+                match seen.entry((qual.clone(), name.clone())) {
+                    std::collections::hash_map::Entry::Occupied(at) => out[*at.get()].called |= called,
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(out.len());
+                        out.push(Token { qual, name, called });
+                    }
+                }
             }
         }
-    }
+        out
+    };
     let cursor_qual = chain_before(text, word_start, sep);
-    (out, cursor_qual)
+    (collect(&ranges), cursor_qual, collect(&[0..text.len().min(FILE_BYTES)]))
 }
 
 /// Identifier leaves of the tree inside `range`, in order.
