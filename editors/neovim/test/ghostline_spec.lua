@@ -76,6 +76,40 @@ H.test('ghostline attaches to a Python buffer and loads the model', function()
   H.eq(vim.lsp.inline_completion and 'inline' or 'completion', vim.b[bufnr].ghostline_mode, 'completion mode')
 end)
 
+H.test('entering insert mode decodes the prompt there ahead: the first request re-decodes almost nothing', function()
+  -- The plugin asks for the code actions where insert mode starts; note when that is answered
+  -- (the server has queued the prompt for that cursor by then).
+  local rested = false
+  local request = client.request
+  client.request = function(self, method, params, handler, b)
+    if method == 'textDocument/codeAction' then
+      local inner = handler
+      handler = function(...)
+        rested = true
+        if inner then return inner(...) end
+      end
+    end
+    return request(self, method, params, handler, b)
+  end
+  local ok, err = pcall(function()
+    vim.api.nvim_win_set_cursor(0, { #SOURCE, 0 })
+    H.type('A')
+    H.wait(10000, function() return rested end, 'the code-action request where insert mode started')
+    local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+    H.eq({ line = #SOURCE - 1, character = #SOURCE[#SOURCE] }, params.position, 'cursor at the end of the last line')
+    local _, e = H.request(client, 'textDocument/inlineCompletion', vim.tbl_extend('force', params, { context = { triggerKind = 1 } }), bufnr)
+    H.eq(nil, e, 'inline completion error')
+    local last = H.request(client, 'ghostline/lastTimings', vim.NIL, bufnr)
+    local t = H.ok(last and last.timings, 'lastTimings')
+    H.ok(t.prompt_tokens >= 40, 'a prompt of some size: ' .. vim.inspect(t))
+    -- Fewer than one aligned chunk (model.prefillChunk, 32 on a CPU) decoded by the request.
+    H.ok(t.prefill_tokens < 32, 'the request decoded ' .. t.prefill_tokens .. ' of ' .. t.prompt_tokens .. ' tokens itself')
+    H.type('<Esc>')
+  end)
+  client.request = request
+  if not ok then error(err, 0) end
+end)
+
 H.test('typing in insert mode, then <C-Space>: the suggestion arrives as a completion item and <C-y> inserts it', function()
   -- `Go` opens a line below the last one, indented by Python's indent script, in insert mode.
   H.type('Go')

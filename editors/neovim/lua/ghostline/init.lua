@@ -79,10 +79,37 @@ function M.complete_whole_suggestion(client, bufnr)
   })
 end
 
+--- Where the cursor rests before the user types (entering insert mode, or holding still), ask
+--- the server for the code actions there, as VS Code does whenever the cursor moves: ghostline
+--- then decodes the prompt for that spot ahead, so the first key there is answered sooner. The
+--- answer is not used.
+---@param client vim.lsp.Client
+---@param bufnr integer
+function M.report_rest(client, bufnr)
+  vim.api.nvim_create_autocmd({ 'InsertEnter', 'CursorHold' }, {
+    buffer = bufnr,
+    group = vim.api.nvim_create_augroup('ghostline.rest.' .. bufnr, { clear = true }),
+    desc = 'ghostline: decode the prompt where the cursor rests',
+    callback = function()
+      -- After the key that entered insert mode has moved the cursor (`A`, `o`).
+      vim.schedule(function()
+        if not vim.api.nvim_buf_is_valid(bufnr) or vim.api.nvim_get_current_buf() ~= bufnr or client:is_stopped() then
+          return
+        end
+        local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
+        params.range['end'] = params.range.start
+        params.context = { diagnostics = {} }
+        client:request('textDocument/codeAction', params, function() end, bufnr)
+      end)
+    end,
+  })
+end
+
 ---@param client vim.lsp.Client
 ---@param bufnr integer
 ---@param opts ghostline.Opts
 function M.on_attach(client, bufnr, opts)
+  M.report_rest(client, bufnr)
   local keys = opts.keys or M.defaults.keys
   local function map(lhs, rhs, desc, extra)
     if lhs then
