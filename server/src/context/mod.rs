@@ -93,7 +93,7 @@ pub const LINE_STEP: usize = 8;
 /// `before`/`after` lines.
 pub fn build(text: &str, cursor: usize, syntax: Option<(&Spec, &Tree)>, before: usize, after: usize) -> ContextParts {
     if let Some((spec, tree)) = syntax {
-        if let Some(range) = scope::enclosing_scope(spec, tree, text, cursor) {
+        if let Some(range) = crate::syntax::scope::enclosing_scope(spec, tree, text, cursor) {
             let _ = tree;
             return ContextParts {
                 strategy: Strategy::Scope,

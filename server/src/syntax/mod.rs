@@ -2,6 +2,7 @@
 //! edits, and the few tree questions the rest of the engine asks.
 
 mod languages;
+pub mod scope;
 
 use std::sync::OnceLock;
 

@@ -4,7 +4,7 @@
 
 use tree_sitter::{Node, Tree};
 
-use crate::context::scope::line_indent as indent_before;
+use crate::syntax::scope::line_indent as indent_before;
 use crate::syntax::Spec;
 
 /// Lines a class, struct, interface or constant keeps before the rest is cut (`...`).

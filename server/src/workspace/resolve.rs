@@ -289,7 +289,7 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Vec<Token>) {
     let sep = if req.spec.name == "rust" { "::" } else { "." };
     let word_start = cursor - trailing_word(&text[..cursor]).len();
     let word_end = cursor + text[cursor..].find(|c: char| !is_ident(c)).unwrap_or(text.len() - cursor);
-    let scope = crate::context::scope::enclosing_scope(req.spec, req.tree, text, cursor);
+    let scope = crate::syntax::scope::enclosing_scope(req.spec, req.tree, text, cursor);
     let mut ranges = match (req.spec.block_end, &scope) {
         // By indentation, as the scope is found: a half-typed line can put the tree in error
         // around the class, never the lines above.
@@ -353,7 +353,7 @@ fn leaves<'t>(root: Node<'t>, range: &Range<usize>) -> Vec<Node<'t>> {
 /// For indentation languages: the `class …:` lines enclosing the line at `start`, outermost
 /// first.
 fn class_lines_above(text: &str, start: usize) -> Vec<Range<usize>> {
-    let mut out: Vec<Range<usize>> = crate::context::scope::enclosing_headers(text, start)
+    let mut out: Vec<Range<usize>> = crate::syntax::scope::enclosing_headers(text, start)
         .into_iter()
         .filter(|&at| text[at..].trim_start().starts_with("class "))
         .map(|at| at..text[at..].find('\n').map_or(text.len(), |i| at + i))
