@@ -328,12 +328,13 @@ impl Engine {
     /// where the cursor rests (a code-action request says where it is) before the user types
     /// there, so that the first key re-decodes only the tokens around the cursor. Work of
     /// `session`, cancelled like [`Engine::prefill_head`]'s; skipped when a generation ahead
-    /// for this very text and cursor is running (it decodes the same prompt). Returns at once.
+    /// for this very text and cursor is running (it decodes the same prompt), and with
+    /// `completion.generateAhead` off (the model then runs only when asked). Returns at once.
     pub fn prefill_at(&self, session: &Session, owned: OwnedInput) -> bool {
         let input = owned.input();
         let loaded = matches!(*self.model.status().borrow(), ModelStatus::Ready(_) | ModelStatus::Loading { .. });
         let key = Key::of(input.text, input.cursor);
-        if !loaded || !self.config.enabled || looks_binary(input.text, input.cursor) || session.ahead_for(key).is_some() {
+        if !loaded || !self.config.enabled || !self.config.generate_ahead || looks_binary(input.text, input.cursor) || session.ahead_for(key).is_some() {
             return false;
         }
         let cancel = CancelFlag::new();
