@@ -6,10 +6,10 @@ mod common;
 use common::*;
 use ghostline::config::Options;
 use ghostline::engine::{Engine, Input};
-use ghostline::context::{ContextParts, OutlineItem, Strategy};
+use ghostline::context::{ContextParts, CrossFile, OutlineItem, Related, Strategy};
 use ghostline::model::{CancelFlag, FimFormat, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling, Tokenize, VocabFacts};
 use ghostline::postprocess::StopRule;
-use ghostline::prompt::{Draft, PromptPlan, Section, TokenMemo};
+use ghostline::prompt::{Draft, PromptPlan, Purpose, Section, TokenMemo};
 use ghostline::syntax;
 
 fn engine() -> Engine {
@@ -72,6 +72,38 @@ fn cancellation_leaves_a_usable_cache() {
     assert_eq!(a.text, b.text);
 }
 
+/// A prompt decoded ahead that the KV cache already holds as the start of a longer one (the
+/// file's head, coming after the whole prompt decoded where the cursor rests) decodes nothing
+/// and drops nothing: the request at that cursor then re-decodes less than an aligned chunk,
+/// with no saved state to restore.
+#[test]
+fn decoding_ahead_what_the_cache_holds_keeps_the_rest() {
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    let spec = syntax::by_language_id("python").unwrap();
+    let line_start: usize = text.split('\n').take(line as usize).map(|l| l.len() + 1).sum();
+    let tree = spec.parse(&text);
+    let cross = CrossFile {
+        path: "shapes.py".into(),
+        comment: "#",
+        snippets: vec![Related { path: "geometry.py".into(), text: "def circle_area(r: float) -> float: ...".into(), line: 3, recent: false }],
+    };
+    let input = Input { cross_file: Some(&cross), text: &text, cursor: line_start + col as usize, syntax: Some((spec, &tree)) };
+    let rt = rt();
+    let e = engine();
+    let decode = |purpose: Purpose| {
+        let mut draft = e.draft(input);
+        draft.purpose = purpose;
+        rt.block_on(e.run(input, draft, CancelFlag::new())).unwrap().timings
+    };
+    let whole = decode(Purpose::Prompt);
+    assert!(whole.prefill_tokens > 32 && whole.generated_tokens == 0, "{whole:?}");
+    let head = decode(Purpose::Head);
+    assert!(head.prompt_tokens > 1 && head.prefill_tokens == 0, "the head was decoded again: {head:?}");
+    let asked = rt.block_on(e.complete(input, CancelFlag::new())).unwrap().timings;
+    assert_eq!(asked.prompt_tokens, whole.prompt_tokens);
+    assert!(asked.prefill_tokens < 32 && asked.restored_tokens == 0, "{asked:?}");
+}
+
 /// Cancelling while the prompt is being decoded, and again while tokens are being generated,
 /// stops the model's work there: the prompt is left part-decoded in the KV cache (the next
 /// request decodes only the rest of it), and fewer tokens come out than the same request makes
@@ -102,7 +134,7 @@ fn cancelling_during_prefill_and_during_decoding_stops_the_work() {
         max_prompt_tokens: 2048, // the whole text
         stop: StopRule::unbounded(), // only the token limit ends it
         cross_file: None,
-        purpose: ghostline::prompt::Purpose::Complete,
+        purpose: Purpose::Complete,
         max_tokens: MAX_TOKENS as u32,
     };
     let request = |cancel: &CancelFlag| draft.clone().into_request(Default::default(), cancel.clone());
@@ -226,7 +258,7 @@ fn the_prompt_plan_with_the_real_tokenizer() {
     let outline = vec![OutlineItem { text: "import math".into(), start: 0, order: 0, full: None, pinned: false }];
     let (prefix, suffix) = ("def area(r):\n    return math.", "\n\nprint(area(2))\n");
     let context = ContextParts { strategy: Strategy::Scope, outline, prefix_start: 13, prefix: prefix.into(), suffix: suffix.into() };
-    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: None, purpose: ghostline::prompt::Purpose::Complete, max_prompt_tokens: 1024, max_tokens: 4 };
+    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: None, purpose: Purpose::Complete, max_prompt_tokens: 1024, max_tokens: 4 };
     type Seen = (PromptPlan, Vec<(Section, String)>, VocabFacts);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<Seen>));
     let build = {

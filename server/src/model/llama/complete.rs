@@ -40,7 +40,10 @@ impl Worker<'_> {
             max_tokens.hash(&mut h);
             h.finish()
         };
-        if let Some((text, generated)) = self.suggestions.get(&key) {
+        // A prompt decoded ahead (no answer wanted) is about the KV cache, which the suggestion
+        // cache knows nothing of: never answered from it, never kept in it.
+        let ahead_only = max_tokens == 0;
+        if let Some((text, generated)) = self.suggestions.get(&key).filter(|_| !ahead_only) {
             timings.cache = Some(CacheHit::Prompt);
             timings.generated_tokens = generated;
             timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -48,9 +51,19 @@ impl Worker<'_> {
             return Ok(Generation { text, timings });
         }
 
+        // Decoded ahead and already in the KV cache, as the start of what it holds: nothing to
+        // do. Decoding it again would drop the rest (the whole prompt decoded where the cursor
+        // rests, when the head of the file's prompts comes after it).
+        if ahead_only && super::states::common_prefix(&self.cached, &prompt) == prompt.len() {
+            timings.reused_tokens = prompt.len();
+            timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
+            return Ok(Generation { text: String::new(), timings });
+        }
         let run = Run { cancel: &request.cancel, max_tokens, stop: &*stop, fim_stops: true, aligned: true };
         let text = self.prefill_and_decode(&prompt, &run, start, &mut timings)?;
-        self.suggestions.put(key, (text.clone(), timings.generated_tokens));
+        if !ahead_only {
+            self.suggestions.put(key, (text.clone(), timings.generated_tokens));
+        }
         Ok(Generation { text, timings })
     }
 
