@@ -196,13 +196,20 @@ fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32)
 
 /// Decodes the prompt where the cursor last rested (`State::rest`), if its document is open
 /// and completions may run there. `again`: even when it was decoded for this text and cursor
-/// already (the workspace changed, and with it maybe the cross-file section): a prompt whose
+/// already (the workspace changed, and with it maybe the cross-file section), and only when
+/// that document is still the active one: a prompt whose
 /// tokens are all in the KV cache costs nothing to decode again. Blocking (the section is
 /// resolved here); call it off the async threads.
 fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
     let (engine, session, snap, path, ws, max_prompt_tokens) = {
         let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
         let Some((uri, position)) = st.rest.clone() else { return };
+        // Again (the workspace changed) only where the user still is: a document left for
+        // another (whose leaving updated the index) must not take the model thread, and the
+        // KV cache, from the one being typed in.
+        if again && st.active.as_ref().is_none_or(|(active, _)| *active != uri) {
+            return;
+        }
         let Some(engine) = st.engine.clone() else { return };
         let Some(doc) = st.docs.get(&uri) else { return };
         let Ok(snap) = doc.snapshot(position, enc, engine.config.lines_before as usize, engine.config.lines_after as usize) else { return };
