@@ -160,6 +160,25 @@ fn the_whole_file_is_resolved_and_the_scope_comes_first() {
     assert!(one(other).contains("def shout(") && !one(other).contains("def discount("), "{}", one(other));
 }
 
+/// The rest of the file's names follow an edit outside the scope (they are walked once while
+/// the user types inside it): a call added below the function shows in the function's result,
+/// and goes when it is deleted.
+#[test]
+fn an_edit_outside_the_scope_changes_the_rest_of_the_file() {
+    let index = index("python", &["generated/**"]);
+    let (path, text, cursor) = cursor_file("python", "shop/cart.py");
+    let spec = syntax::by_path(&path.to_string_lossy()).unwrap();
+    let at = |text: &str, cursor: usize| render(&index.related(&path, text, &spec.parse(text), spec, cursor, 4096));
+    let plain = at(&text, cursor);
+    assert!(!plain.contains("def shout("), "{plain}");
+    let added = format!("{text}0.0\n\n\ndef shout_label():\n    return text.shout(\"cart\")\n");
+    assert!(at(&added, cursor).contains("def shout("), "{}", at(&added, cursor));
+    // A key typed inside the scope keeps what the rest of the file named.
+    let typed = format!("{}0{}", &added[..cursor], &added[cursor..]);
+    assert_eq!(at(&typed, cursor + 1), at(&added, cursor));
+    assert_eq!(at(&format!("{text}0.0\n"), cursor), plain, "deleted again");
+}
+
 /// An edit to another file (the editor's `update`) shows in the next result; a removal too.
 #[test]
 fn an_update_to_another_file_changes_the_result() {

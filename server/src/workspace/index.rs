@@ -29,6 +29,8 @@ struct Inner {
     state: RwLock<State>,
     /// Counts `update`s and `remove`s, so that a build does not overwrite a newer entry.
     seq: AtomicU64,
+    /// The identifiers of the rest of the file at the last `related`.
+    tokens: super::resolve::TokenCache,
 }
 
 /// One indexed file.
@@ -194,7 +196,7 @@ impl Index {
     pub fn new(mut options: IndexOptions) -> Index {
         options.roots = options.roots.iter().map(|r| normalize(r)).collect();
         let filter = Filter::new(&options.exclude);
-        Index { inner: Arc::new(Inner { options, filter, state: RwLock::new(State::default()), seq: AtomicU64::new(0) }) }
+        Index { inner: Arc::new(Inner { options, filter, state: RwLock::new(State::default()), seq: AtomicU64::new(0), tokens: Default::default() }) }
     }
 
     pub(super) fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -350,13 +352,14 @@ impl Index {
     ///
     /// Stable: the result depends only on the index (other files), the file's imports and the
     /// complete identifiers of the enclosing scope (the word at the cursor does not count,
-    /// except as the `module.` qualifier before it), so it stays byte-identical while the user
-    /// types inside one scope. Ordered by (path, position in file); at most `max_bytes` of
+    /// except as the `module.` qualifier before it), then of the rest of the file, so it stays
+    /// byte-identical while the user types inside one scope (the rest of the file's identifiers
+    /// are walked once then: `TokenCache`). Ordered by (path, position in file); at most `max_bytes` of
     /// text (each snippet's text and path).
     pub fn related(&self, path: &Path, text: &str, tree: &tree_sitter::Tree, spec: &'static Spec, cursor: usize, max_bytes: usize) -> Vec<Snippet> {
         let path = normalize(path);
         let state = self.read();
-        let request = super::resolve::Request { path: &path, text, tree, spec, cursor: cursor.min(text.len()), max_bytes };
+        let request = super::resolve::Request { path: &path, text, tree, spec, cursor: cursor.min(text.len()), max_bytes, cache: &self.inner.tokens };
         super::resolve::related(&state, &request)
     }
 }

@@ -6,8 +6,10 @@
 //! the file: the head of its prompts, decoded when it opens, serves every scope.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::ops::Range;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use tree_sitter::{Node, Tree};
 
@@ -31,6 +33,7 @@ pub struct Request<'a> {
     pub spec: &'static Spec,
     pub cursor: usize,
     pub max_bytes: usize,
+    pub cache: &'a TokenCache,
 }
 
 /// An identifier of the scope: `qual.name` (or `qual::name`), or a bare `name`.
@@ -158,7 +161,7 @@ pub fn related(state: &State, req: &Request<'_>) -> Vec<Snippet> {
     // Then what the rest of the file uses, in the order it appears: what does not fit is what
     // the scope does not use.
     r.tier = Tier::File;
-    resolve(&mut r, &file_tokens);
+    resolve(&mut r, &file_tokens[..]);
     // One level more: the bases of the classes found, the methods of Go types found.
     let found: Vec<Pick> = r.picks.clone();
     for p in found {
@@ -282,9 +285,9 @@ fn chain_before(text: &str, mut at: usize, sep: &str) -> Option<String> {
 
 /// The identifiers to resolve, in order of appearance (the headers of the containers around
 /// the cursor, then the scope), without the word at the cursor; the qualifier before the
-/// word at the cursor (`m` in `m.|` or `m.fo|`); and the identifiers of the whole file (its
-/// first [`FILE_BYTES`]), the word at the cursor left out too.
-fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Vec<Token>) {
+/// word at the cursor (`m` in `m.|` or `m.fo|`); and the identifiers of the rest of the file
+/// (its first [`FILE_BYTES`] outside the scope), from `cache` when that text is unchanged.
+fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Arc<Vec<Token>>) {
     let (text, cursor) = (req.text, req.cursor);
     let sep = if req.spec.name == "rust" { "::" } else { "." };
     let word_start = cursor - trailing_word(&text[..cursor]).len();
@@ -297,28 +300,30 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Vec<Token>) {
         (BlockEnd::Indent, None) => Vec::new(),
         (BlockEnd::Braces, _) => headers(req.tree, cursor),
     };
-    ranges.push(match scope {
+    let scope = match scope {
         Some(scope) => scope,
         None if text.len() <= MODULE_LEVEL_BYTES => 0..text.len(),
         None => cursor.saturating_sub(MODULE_LEVEL_BYTES / 2)..(cursor + MODULE_LEVEL_BYTES / 2).min(text.len()),
-    });
+    };
+    ranges.push(scope.clone());
     let collect = |ranges: &[Range<usize>]| {
         let mut out: Vec<Token> = Vec::new();
-        let mut seen: HashMap<(Option<String>, String), usize> = HashMap::new();
+        let mut seen: HashMap<(Option<String>, &str), usize> = HashMap::new();
         for range in ranges {
             for leaf in leaves(req.tree.root_node(), range) {
                 let (s, e) = (leaf.start_byte(), leaf.end_byte());
                 if word_start < word_end && s < word_end && word_start < e {
                     continue; // the word being typed
                 }
-                let name = text[s..e].to_owned();
+                let name = &text[s..e];
                 let qual = chain_before(text, s, sep);
                 let called = text[e..].trim_start().starts_with('(');
-                match seen.entry((qual.clone(), name.clone())) {
+                match seen.entry((qual, name)) {
                     std::collections::hash_map::Entry::Occupied(at) => out[*at.get()].called |= called,
                     std::collections::hash_map::Entry::Vacant(v) => {
+                        let qual = v.key().0.clone();
                         v.insert(out.len());
-                        out.push(Token { qual, name, called });
+                        out.push(Token { qual, name: name.to_owned(), called });
                     }
                 }
             }
@@ -326,28 +331,59 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Vec<Token>) {
         out
     };
     let cursor_qual = chain_before(text, word_start, sep);
-    (collect(&ranges), cursor_qual, collect(&[0..text.len().min(FILE_BYTES)]))
+    // The rest of the file: the text before the scope, then after it, [`FILE_BYTES`] in all —
+    // what typing inside the scope leaves alone, so its identifiers are walked once.
+    let before = 0..scope.start.min(FILE_BYTES);
+    let after = scope.end..(scope.end + FILE_BYTES - before.len()).min(text.len());
+    let key = {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (req.path, req.spec.name, &text[before.clone()], &text[after.clone()]).hash(&mut h);
+        h.finish()
+    };
+    let cached = req.cache.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().filter(|(k, _)| *k == key).map(|(_, t)| t.clone());
+    let file_tokens = cached.unwrap_or_else(|| {
+        let t = Arc::new(collect(&[before, after]));
+        *req.cache.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, t.clone()));
+        t
+    });
+    (collect(&ranges), cursor_qual, file_tokens)
 }
 
-/// Identifier leaves of the tree inside `range`, in order.
+/// The identifiers of the rest of the file at the last request (keyed on that text): typing
+/// inside a scope walks only the scope.
+#[derive(Default)]
+pub(super) struct TokenCache(Mutex<Option<(u64, Arc<Vec<Token>>)>>);
+
+/// Identifier leaves of the tree inside `range`, in order (one cursor walk, skipping the
+/// subtrees outside it).
 fn leaves<'t>(root: Node<'t>, range: &Range<usize>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        if node.end_byte() <= range.start || node.start_byte() >= range.end {
-            continue;
-        }
+    if root.end_byte() <= range.start || root.start_byte() >= range.end {
+        return out;
+    }
+    let mut c = root.walk();
+    'walk: loop {
+        let node = c.node();
         if node.child_count() == 0 {
             if node.kind().ends_with("identifier") && !node.is_missing() && node.start_byte() >= range.start && node.end_byte() <= range.end {
                 out.push(node);
             }
-            continue;
+        } else if c.goto_first_child_for_byte(range.start).is_some() {
+            if c.node().start_byte() < range.end {
+                continue;
+            }
+            c.goto_parent();
         }
-        let mut c = node.walk();
-        let children: Vec<Node<'t>> = node.children(&mut c).collect();
-        stack.extend(children.into_iter().rev());
+        // The next sibling that starts inside the range, else the parent's.
+        loop {
+            if c.goto_next_sibling() && c.node().start_byte() < range.end {
+                continue 'walk;
+            }
+            if !c.goto_parent() {
+                return out;
+            }
+        }
     }
-    out
 }
 
 /// For indentation languages: the `class …:` lines enclosing the line at `start`, outermost
