@@ -309,8 +309,10 @@ fn go(state: &State, top: &[Node<'_>], text: &str, path: &Path, b: &mut Bindings
     let is_test = path.to_string_lossy().ends_with("_test.go");
     let package = |d: &Path, with_tests: bool| -> Vec<u32> {
         let mut ids: Vec<(u32, &PathBuf)> = state
-            .entries()
-            .filter(|(_, f)| f.lang == "go" && f.path.parent() == Some(d) && f.path != path && (with_tests || !f.rel.ends_with("_test.go")))
+            .go_files_in(d)
+            .iter()
+            .map(|&id| (id, state.file(id)))
+            .filter(|(_, f)| f.path != path && (with_tests || !f.rel.ends_with("_test.go")))
             .map(|(id, f)| (id, &f.path))
             .collect();
         ids.sort_by(|a, b| a.1.cmp(b.1));

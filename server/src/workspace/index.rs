@@ -56,6 +56,8 @@ pub(super) struct State {
     /// Python module name (a file's stem, a package's folder for `__init__`) → its files:
     /// import resolution looks a module up without scanning every file.
     modules: HashMap<String, Vec<u32>>,
+    /// Go file's folder → the Go files there (its package): found without scanning every file.
+    go_folders: HashMap<PathBuf, Vec<u32>>,
     /// Paths the editor updated or removed, with the `seq` of that change.
     touched: HashMap<PathBuf, u64>,
     /// Bumped by every insertion and removal: what was resolved against an older generation
@@ -85,6 +87,11 @@ impl State {
         self.modules.get(name).map_or(&[], Vec::as_slice)
     }
 
+    /// The Go files in the folder `dir` (a package), in id order.
+    pub fn go_files_in(&self, dir: &Path) -> &[u32] {
+        self.go_folders.get(dir).map_or(&[], Vec::as_slice)
+    }
+
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -112,6 +119,9 @@ impl State {
         if let Some(module) = python_module(&entry) {
             self.modules.entry(module.to_owned()).or_default().push(id);
         }
+        if let Some(dir) = go_folder(&entry) {
+            self.go_folders.entry(dir.to_owned()).or_default().push(id);
+        }
         self.generation += 1;
         self.bytes += entry.bytes;
         self.definitions += entry.defs.len();
@@ -135,6 +145,14 @@ impl State {
         if let Some(list) = python_module(&entry).and_then(|m| self.modules.get_mut(m)) {
             list.retain(|&i| i != id);
         }
+        if let Some(dir) = go_folder(&entry) {
+            if let Some(list) = self.go_folders.get_mut(dir) {
+                list.retain(|&i| i != id);
+                if list.is_empty() {
+                    self.go_folders.remove(dir);
+                }
+            }
+        }
         self.generation += 1;
         self.bytes -= entry.bytes;
         self.definitions -= entry.defs.len();
@@ -144,6 +162,11 @@ impl State {
     fn stats(&self) -> IndexStats {
         IndexStats { files: self.ids.len(), definitions: self.definitions, bytes: self.bytes, truncated: self.truncated }
     }
+}
+
+/// The folder of a Go file (its package).
+fn go_folder(entry: &FileEntry) -> Option<&Path> {
+    (entry.lang == "go").then(|| entry.path.parent()).flatten()
 }
 
 /// The module name a Python file is imported by (its last component): `c` for `a/c.py`, `b`
