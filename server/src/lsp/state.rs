@@ -127,6 +127,18 @@ impl State {
         left.filter(|_| self.workspace.is_some())
     }
 
+    /// Where the prompt is decoded ahead: where the cursor last rested; `again` (the workspace
+    /// changed, and with it maybe the cross-file section) only while that document is still
+    /// the active one — a document left for another (whose leaving updated the index) must not
+    /// take the model thread, and the KV cache, from the one being typed in.
+    pub fn rest_to_decode(&self, again: bool) -> Option<(Uri, Position)> {
+        let (uri, position) = self.rest.clone()?;
+        if again && self.active.as_ref().is_none_or(|(active, _)| *active != uri) {
+            return None;
+        }
+        Some((uri, position))
+    }
+
     /// A new engine: what the sessions hold (generations ahead, shown suggestions) was made
     /// with the old one's settings, so it goes.
     pub fn set_engine(&mut self, engine: Option<std::sync::Arc<Engine>>) -> Option<std::sync::Arc<Engine>> {
@@ -221,6 +233,23 @@ impl ClientInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Typing in another document (which hands the left one's text to the index) never
+    /// decodes the left document's prompt again; coming back to it does.
+    #[test]
+    fn the_rest_is_decoded_again_only_in_the_active_document() {
+        let (a, b) = (Uri(path_to_uri(Path::new("/w/a.py"))), Uri(path_to_uri(Path::new("/w/b.py"))));
+        let mut state = State::default();
+        let at = Position::new(3, 4);
+        state.make_active(&a, Some(3));
+        state.rest = Some((a.clone(), at));
+        assert_eq!(state.rest_to_decode(true), Some((a.clone(), at)));
+        state.make_active(&b, Some(0));
+        assert_eq!(state.rest_to_decode(true), None, "the left document's prompt, while typing in another");
+        assert_eq!(state.rest_to_decode(false), Some((a.clone(), at)), "a code action asked there");
+        state.make_active(&a, None);
+        assert_eq!(state.rest_to_decode(true), Some((a, at)));
+    }
 
     #[test]
     fn file_uris_round_trip_with_percent_encoding() {

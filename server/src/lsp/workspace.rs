@@ -203,13 +203,7 @@ fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32)
 fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
     let (engine, session, snap, path, ws, max_prompt_tokens) = {
         let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some((uri, position)) = st.rest.clone() else { return };
-        // Again (the workspace changed) only where the user still is: a document left for
-        // another (whose leaving updated the index) must not take the model thread, and the
-        // KV cache, from the one being typed in.
-        if again && st.active.as_ref().is_none_or(|(active, _)| *active != uri) {
-            return;
-        }
+        let Some((uri, position)) = st.rest_to_decode(again) else { return };
         let Some(engine) = st.engine.clone() else { return };
         let Some(doc) = st.docs.get(&uri) else { return };
         let Ok(snap) = doc.snapshot(position, enc, engine.config.lines_before as usize, engine.config.lines_after as usize) else { return };
