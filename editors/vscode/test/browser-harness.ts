@@ -183,7 +183,9 @@ export async function startVsCode(files: Record<string, string>, options: StartO
       "--disable-telemetry",
       "--disable-update-check",
       "--disable-getting-started-override",
-      "--log", "info",
+      // Debug: the extension's output channel then keeps the server's DEBUG lines, which the
+      // suite reads (the requests VS Code makes on its own, such as code actions at the cursor).
+      "--log", "debug",
       workspace,
     ],
     {

@@ -199,6 +199,28 @@ step("the accept reached the server: `ghostline stats` shows it, with retention 
   assert.ok(!bytes.includes(FILE) && !bytes.includes(TYPED), "no file name or code in the database");
 });
 
+// Decoding ahead where the cursor rests (issue 16): VS Code asks for the code actions at the
+// cursor whenever it moves (its light bulb), and that request is what tells the server where the
+// cursor is before any key: the prompt there is decoded while the user reads.
+step("a click moves the cursor: VS Code asks for the code actions there, and the server decodes the prompt where it rests", async () => {
+  requireReady();
+  const { page } = h;
+  const editor = page.locator(".editor-instance .monaco-editor").first();
+  const rests = () => [...h.outputLog().matchAll(/decoding the prompt where the cursor rests line=(\d+) character=(\d+)/g)].map((m) => `${m[1]}:${m[2]}`);
+  const before = rests().length;
+  // A line of `variance`, above the edit: a mouse click, no key.
+  await editor.locator(".view-line").filter({ hasText: "m = mean(values)" }).first().click();
+  const at = await cursor(page);
+  assert.equal(at.line, source.split("\n").findIndex((l) => l.includes("m = mean(values)")), "the click put the cursor on that line");
+  const seen = await until(
+    () => `the server's DEBUG line for ${at.line}:${at.character}; after the click it logged ${JSON.stringify(rests().slice(before))}`,
+    async () => rests().slice(before).includes(`${at.line}:${at.character}`) && rests().slice(before),
+    30_000,
+  );
+  note(`prompts decoded where the cursor rested since the click: ${JSON.stringify(seen)}`);
+  await h.shot("cursor-rests");
+});
+
 /** Types `text` at the end of a new line under `after`, and returns the ghost text that appears. */
 async function typeOnNewLine(afterLine: RegExp, text: string): Promise<void> {
   const { page } = h;

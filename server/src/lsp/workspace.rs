@@ -201,7 +201,7 @@ fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32)
 /// tokens are all in the KV cache costs nothing to decode again. Blocking (the section is
 /// resolved here); call it off the async threads.
 fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
-    let (engine, session, snap, path, ws, max_prompt_tokens) = {
+    let (engine, session, snap, path, ws, max_prompt_tokens, position) = {
         let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
         let Some((uri, position)) = st.rest_to_decode(again) else { return };
         let Some(engine) = st.engine.clone() else { return };
@@ -211,7 +211,7 @@ fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
             return;
         }
         let (ws, max_prompt_tokens) = (st.workspace.clone(), st.config.completion.max_prompt_tokens);
-        (engine, st.session(&uri), snap, uri_to_path(uri.0.as_str()), ws, max_prompt_tokens)
+        (engine, st.session(&uri), snap, uri_to_path(uri.0.as_str()), ws, max_prompt_tokens, position)
     };
     let cross_file = match (&ws, &path) {
         (Some(ws), Some(path)) => section(ws, path, &snap, max_prompt_tokens),
@@ -220,5 +220,7 @@ fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
     if again {
         session.forget_rest();
     }
-    engine.prefill_at(&session, OwnedInput { text: snap.text, cursor: snap.cursor, syntax: snap.syntax, cross_file });
+    if engine.prefill_at(&session, OwnedInput { text: snap.text, cursor: snap.cursor, syntax: snap.syntax, cross_file }) {
+        tracing::debug!(line = position.line, character = position.character, again, "decoding the prompt where the cursor rests");
+    }
 }
