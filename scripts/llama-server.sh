@@ -7,7 +7,9 @@
 # with GGML_NATIVE=OFF, so ggml's x86 defaults apply: AVX, AVX2, BMI2, FMA, F16C): a binary that
 # runs on every x86-64 machine CI may get, and a ratio that compares like with like. llama.cpp's
 # own default (GGML_NATIVE=ON) compiles for the build machine's CPU and crashed (SIGSEGV/SIGILL)
-# on one with AVX-512/AMX. The flags are stamped beside the venv: a peer built by an older
+# on one with AVX-512/AMX. Both are CMake Release builds (-O3): the workspace's Cargo.toml keeps
+# debug info off for llama-cpp-sys-2, whose build script otherwise picks RelWithDebInfo (-O2).
+# The flags are stamped beside the venv: a peer built by an older
 # version of this script (no stamp, or other flags) is rebuilt.
 #
 # The first build takes a while on 2 cores (CPU backend only; tests, examples, the web UI and
