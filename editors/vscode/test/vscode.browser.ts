@@ -210,8 +210,16 @@ step("a click moves the cursor: VS Code asks for the code actions there, and the
   const before = rests().length;
   // A line of `variance`, above the edit: a mouse click, no key.
   await editor.locator(".view-line").filter({ hasText: "m = mean(values)" }).first().click();
-  const at = await cursor(page);
-  assert.equal(at.line, source.split("\n").findIndex((l) => l.includes("m = mean(values)")), "the click put the cursor on that line");
+  const line = source.split("\n").findIndex((l) => l.includes("m = mean(values)"));
+  // The status bar shows the new position a moment after the click.
+  const at = await until(
+    async () => `the cursor on line ${line}, the status bar says ${JSON.stringify(await cursor(page))}`,
+    async () => {
+      const c = await cursor(page);
+      return c.line === line && c;
+    },
+    10_000,
+  );
   const seen = await until(
     () => `the server's DEBUG line for ${at.line}:${at.character}; after the click it logged ${JSON.stringify(rests().slice(before))}`,
     async () => rests().slice(before).includes(`${at.line}:${at.character}`) && rests().slice(before),
