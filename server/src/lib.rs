@@ -18,6 +18,7 @@ pub mod eval;
 pub mod exclude;
 pub mod fault;
 pub mod lsp;
+pub mod memo;
 pub mod model;
 pub mod postprocess;
 pub mod prompt;

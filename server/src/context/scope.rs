@@ -20,8 +20,7 @@ const FULL_LINES: usize = 40;
 /// real tree in error far beyond the scope, never changes the outline. Cached for the last
 /// text, since typing inside one scope keeps asking for the same one.
 pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
-    use std::hash::{Hash, Hasher};
-    static LAST: std::sync::Mutex<Option<(u64, Tree)>> = std::sync::Mutex::new(None);
+    static LAST: crate::memo::Last<Tree> = crate::memo::Last::new();
     let mut blank = text.as_bytes().to_vec();
     // Keep the scope's header (through its first `:` line or `{`) and, for braces, its closing
     // brace; put a minimal body (`...`) under a Python header; blank the rest. A Python header
@@ -60,19 +59,7 @@ pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
             blank[next_line + body_indent..next_line + body_indent + 3].copy_from_slice(b"...");
         }
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    spec.name.hash(&mut h);
-    blank.hash(&mut h);
-    let key = h.finish();
-    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((k, tree)) = last.as_ref() {
-        if *k == key {
-            return tree.clone();
-        }
-    }
-    let tree = spec.parser().parse(&blank, None).expect("parsing without a timeout or cancellation");
-    *last = Some((key, tree.clone()));
-    tree
+    LAST.get_or((spec.name, &blank), || spec.parser().parse(&blank, None).expect("parsing without a timeout or cancellation"))
 }
 
 /// Outline items of the file outside `scope`, in file order.

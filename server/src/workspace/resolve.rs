@@ -6,10 +6,9 @@
 //! the file: the head of its prompts, decoded when it opens, serves every scope.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
 use std::ops::Range;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
@@ -17,6 +16,7 @@ use super::defs::Kind;
 use super::imports::{self, Binding, Bindings};
 use super::index::State;
 use super::Snippet;
+use crate::memo::Last;
 use crate::syntax::{BlockEnd, Spec};
 
 /// Bytes a snippet costs besides its text and path (the header's punctuation and newlines).
@@ -335,24 +335,14 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Arc<Vec<Token>>) {
     // what typing inside the scope leaves alone, so its identifiers are walked once.
     let before = 0..scope.start.min(FILE_BYTES);
     let after = scope.end..(scope.end + FILE_BYTES - before.len()).min(text.len());
-    let key = {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (req.path, req.spec.name, &text[before.clone()], &text[after.clone()]).hash(&mut h);
-        h.finish()
-    };
-    let cached = req.cache.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().filter(|(k, _)| *k == key).map(|(_, t)| t.clone());
-    let file_tokens = cached.unwrap_or_else(|| {
-        let t = Arc::new(collect(&[before, after]));
-        *req.cache.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, t.clone()));
-        t
-    });
+    let file_tokens = req.cache.0.get_or((req.path, req.spec.name, &text[before.clone()], &text[after.clone()]), || Arc::new(collect(&[before, after])));
     (collect(&ranges), cursor_qual, file_tokens)
 }
 
 /// The identifiers of the rest of the file at the last request (keyed on that text): typing
 /// inside a scope walks only the scope.
 #[derive(Default)]
-pub(super) struct TokenCache(Mutex<Option<(u64, Arc<Vec<Token>>)>>);
+pub(super) struct TokenCache(Last<Arc<Vec<Token>>>);
 
 /// Identifier leaves of the tree inside `range`, in order (one cursor walk, skipping the
 /// subtrees outside it).
