@@ -267,7 +267,7 @@ impl Engine {
     /// and indentation itself; the stop rule requires them and removes them again.
     pub fn draft(&self, input: Input<'_>) -> Draft {
         let text = input.text;
-        let cursor = floor_char_boundary(text, input.cursor);
+        let cursor = text.floor_char_boundary(input.cursor);
         let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
         let before = &text[line_start..cursor];
         let mut stop = StopRule::for_cursor(before, &text[cursor..]);
@@ -395,18 +395,10 @@ fn drop_redundant(mut suggestion: Suggestion, after: &str) -> Suggestion {
 /// Whether the text around the cursor is binary data rather than code: a NUL, or more than
 /// one control character in twenty.
 fn looks_binary(text: &str, cursor: usize) -> bool {
-    let cursor = floor_char_boundary(text, cursor);
-    let start = floor_char_boundary(text, cursor.saturating_sub(2048));
-    let end = floor_char_boundary(text, cursor + 2048);
+    let cursor = text.floor_char_boundary(cursor);
+    let start = text.floor_char_boundary(cursor.saturating_sub(2048));
+    let end = text.floor_char_boundary(cursor + 2048);
     let around = &text[start..end];
     let controls = around.chars().filter(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')).count();
     around.contains('\0') || controls * 20 > around.chars().count()
-}
-
-fn floor_char_boundary(text: &str, mut i: usize) -> usize {
-    i = i.min(text.len());
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }

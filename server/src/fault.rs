@@ -29,17 +29,77 @@ pub fn last_panic() -> Option<String> {
 
 static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
+/// `message` with every quoted span (between backquotes, single or double quotes) and what
+/// follows a line break replaced by `…`: the standard library quotes the string it was slicing
+/// (`… is not a char boundary … of `text``), and assertions print their values on the lines
+/// after the first — document text, which no log line or error may carry unless
+/// `debug.logCode` is on. Where and how the panic happened is kept.
+pub fn withhold_quoted(message: &str) -> String {
+    let first = message.lines().next().unwrap_or("");
+    let mut out = String::with_capacity(first.len());
+    let mut open: Option<char> = None;
+    for c in first.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            // An apostrophe inside a word (`can't`) opens nothing.
+            None if c == '`' || c == '"' || (c == '\'' && !out.ends_with(|p: char| p.is_alphanumeric())) => {
+                out.push(c);
+                out.push('…');
+                open = Some(c);
+            }
+            None => out.push(c),
+        }
+    }
+    if open.is_some() {
+        out.push(open.unwrap_or('`'));
+    }
+    if message.contains('\n') {
+        out.push_str(" …");
+    }
+    out
+}
+
 /// Panics are logged through `tracing` (stderr or the log file, never stdout) and remembered,
-/// so that a request that catches one, or a model thread that dies of one, can say why.
+/// so that a request that catches one, or a model thread that dies of one, can say why —
+/// without the quoted text of the message unless `debug.logCode` is on ([`withhold_quoted`]).
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let message = match info.payload().downcast_ref::<&str>() {
             Some(s) => (*s).to_owned(),
             None => info.payload().downcast_ref::<String>().cloned().unwrap_or_else(|| "unknown panic".into()),
         };
+        let message = if crate::config::log_code() { message } else { withhold_quoted(&message) };
         let at = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
         let thread = std::thread::current().name().unwrap_or("unnamed").to_owned();
         tracing::error!(thread, at, "panic: {message}");
         *LAST_PANIC.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!("{message} ({at})"));
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::withhold_quoted;
+
+    #[test]
+    fn the_sliced_text_of_a_panic_is_withheld() {
+        let text = format!("#{}\nsecret = 1", "é".repeat(300));
+        let message = std::panic::catch_unwind(|| text[..2].len()).err().map(|p| p.downcast_ref::<String>().cloned().unwrap()).unwrap();
+        assert!(message.contains("é"), "the standard library quotes the text: {message}");
+        let withheld = withhold_quoted(&message);
+        assert!(!withheld.contains('é') && !withheld.contains("secret"), "{withheld}");
+        assert!(withheld.starts_with("end byte index 2 is not a char boundary; it is inside '…'"), "{withheld}");
+    }
+
+    #[test]
+    fn assertion_values_and_quoted_names_are_withheld() {
+        let m = "assertion `left == right` failed\n  left: \"def secret()\"\n right: \"x\"";
+        assert_eq!(withhold_quoted(m), "assertion `…` failed …");
+        assert_eq!(withhold_quoted("injected fault at `job` (GHOSTLINE_FAULTS)"), "injected fault at `…` (GHOSTLINE_FAULTS)");
+        assert_eq!(withhold_quoted("can't open 'a.py"), "can't open '…'");
+        assert_eq!(withhold_quoted("called `Option::unwrap()` on a `None` value"), "called `…` on a `…` value");
+    }
 }

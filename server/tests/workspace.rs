@@ -271,3 +271,33 @@ fn a_large_workspace_builds_without_blocking_the_caller() {
     assert!(out.contains("def f42(x: int) -> int:"), "a name defined once: {out}");
     eprintln!("10,001 files: {during} calls during the build, slowest {slowest:?}");
 }
+
+/// A file over 128 KiB dense with multi-byte text: the module-level window (cursor ± 32 KiB)
+/// and the rest-of-file window (128 KiB) cut on character boundaries, wherever the cursor is —
+/// at module level, in a scope, at the end. The cut used to panic inside a character.
+#[test]
+fn a_large_multi_byte_file_resolves_at_every_cursor() {
+    let index = index("python", &["generated/**"]);
+    let path = fixtures("python").join("shop/rapport.py");
+    let mut text = String::from("from .pricing import discount\n\n");
+    for i in 0..1500 {
+        text.push_str(&format!("# Résumé {i}: données élevées, coût réduit — é à ç ü ß 漢字 😀\n"));
+    }
+    text.push_str("def prix_réduit(prix):\n    total = discount(prix)\n    return total\n\n");
+    for i in 0..1500 {
+        text.push_str(&format!("# Annexe {i}: révisée, ‘citée’ — ê ô œ\n"));
+    }
+    text.push_str("valeur = discount(");
+    assert!(text.len() > 160 * 1024, "{} bytes", text.len());
+    let spec = syntax::by_path(&path.to_string_lossy()).unwrap();
+    let tree = spec.parse(&text);
+    let mut cursors: Vec<usize> = (0..text.len()).step_by(997).map(|i| text.floor_char_boundary(i)).collect();
+    let in_scope = text.find("total = discount").unwrap() + "total = ".len();
+    cursors.extend([in_scope, text.len()]);
+    for &cursor in &cursors {
+        let snippets = index.related(&path, &text, &tree, spec, cursor, 4096);
+        if cursor == in_scope || cursor == text.len() {
+            assert!(render(&snippets).contains("def discount("), "at {cursor}: {}", render(&snippets));
+        }
+    }
+}

@@ -303,7 +303,8 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Arc<Vec<Token>>) {
     let scope = match scope {
         Some(scope) => scope,
         None if text.len() <= MODULE_LEVEL_BYTES => 0..text.len(),
-        None => cursor.saturating_sub(MODULE_LEVEL_BYTES / 2)..(cursor + MODULE_LEVEL_BYTES / 2).min(text.len()),
+        // Cut on character boundaries: a byte offset inside a multi-byte character panics.
+        None => text.floor_char_boundary(cursor.saturating_sub(MODULE_LEVEL_BYTES / 2))..text.ceil_char_boundary(cursor + MODULE_LEVEL_BYTES / 2),
     };
     ranges.push(scope.clone());
     let collect = |ranges: &[Range<usize>]| {
@@ -333,8 +334,8 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Arc<Vec<Token>>) {
     let cursor_qual = chain_before(text, word_start, sep);
     // The rest of the file: the text before the scope, then after it, [`FILE_BYTES`] in all —
     // what typing inside the scope leaves alone, so its identifiers are walked once.
-    let before = 0..scope.start.min(FILE_BYTES);
-    let after = scope.end..(scope.end + FILE_BYTES - before.len()).min(text.len());
+    let before = 0..text.floor_char_boundary(scope.start.min(FILE_BYTES));
+    let after = scope.end..text.floor_char_boundary(scope.end + FILE_BYTES - before.len());
     let file_tokens = req.cache.0.get_or((req.path, req.spec.name, &text[before.clone()], &text[after.clone()]), || Arc::new(collect(&[before, after])));
     (collect(&ranges), cursor_qual, file_tokens)
 }
