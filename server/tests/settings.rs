@@ -88,6 +88,49 @@ fn settings_that_are_not_an_object_are_refused_with_the_reason() {
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
 
+/// `initialize` with a valid model and one wrong-typed key: the key is named in an error, the
+/// model still loads and answers (it used to be "using defaults": no model, a download offer).
+/// A later change with a bad key keeps that key's previous value and applies the rest.
+#[test]
+fn a_bad_key_at_initialize_is_reported_and_the_other_settings_apply() {
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    for (bad, key) in [
+        (json!({"context": {"exclude": "x"}}), "context.exclude"),
+        (json!({"context": {"maxFiles": -1}}), "context.maxFiles"),
+        (json!({"stats": {"enabled": "yes"}}), "stats.enabled"),
+        (json!({"stats": {"retentionSeconds": [0, 0]}}), "stats.retentionSeconds"),
+    ] {
+        let mut client = spawn();
+        let mut options = bad.clone();
+        options["model"] = json!({"path": model()});
+        options["completion"] = json!({"maxTokens": 3});
+        initialize(&mut client, json!({}), options);
+        let shown = client.wait_notification("window/showMessage", TIMEOUT, |p| p["type"] == 1).unwrap();
+        let message = shown["params"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("`{key}`")) && !message.contains("using defaults"), "{bad}: {message}");
+        wait_ready(&mut client);
+        open(&mut client, URI, &text);
+        let r = inline_completion(&mut client, URI, line, col);
+        assert!(r.get("error").is_none(), "{bad}: {r}");
+        // The other keys applied: completion.maxTokens 3.
+        let t = last_timings(&mut client);
+        assert!(t["timings"]["generated_tokens"].as_u64().is_some_and(|n| n <= 3), "{bad}: {t}");
+        assert!(client.shutdown(TIMEOUT).unwrap().success());
+    }
+
+    let (mut client, _) = ready_server(json!({}));
+    open(&mut client, URI, &text);
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"completion": {"maxTokens": 2, "linesBefore": "all"}}}));
+    let shown = client.wait_notification("window/showMessage", TIMEOUT, |p| p["type"] == 1).unwrap();
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(message.contains("`completion.linesBefore`") && message.contains("keeping its previous value"), "{message}");
+    let r = inline_completion(&mut client, URI, line, col);
+    assert!(r.get("error").is_none(), "{r}");
+    let t = last_timings(&mut client);
+    assert!(t["timings"]["generated_tokens"].as_u64().is_some_and(|n| n <= 2), "maxTokens of the same change not applied: {t}");
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
 /// LSP: `exit` after `shutdown` ends the process with 0; `exit` without it with 1.
 #[test]
 fn exit_without_shutdown_exits_with_1() {

@@ -1,8 +1,9 @@
 //! Settings: the camelCase options an editor sends, and the resolved internal `Config`.
 //!
 //! Editors send `initializationOptions` (and `workspace/didChangeConfiguration`) shaped like
-//! [`Options`]. Unknown keys are reported as warnings; a value of the wrong type is an error
-//! naming the key path, and the previous configuration stays in force.
+//! [`Options`]. Unknown keys are reported as warnings; a value of the wrong type (or out of
+//! range) is an error naming the key path, and that key alone keeps its previous value (its
+//! default at `initialize`) while every other key applies ([`parse_lenient`]).
 
 use std::path::PathBuf;
 
@@ -316,7 +317,8 @@ pub struct CompletionConfig {
     pub repeat_last_n: u32,
     pub lines_before: u32,
     pub lines_after: u32,
-    /// The `completion.exclude` globs in force (the defaults included unless turned off).
+    /// The globs of files never completed in: `completion.exclude` (its defaults included unless
+    /// turned off), then `context.exclude`.
     pub exclude: Vec<String>,
     pub max_right_chars: u32,
     /// `completion.crossFile`: the prompt's cross-file section (the workspace index).
@@ -402,19 +404,36 @@ pub fn layer(base: &Value, change: &Value) -> Value {
 }
 
 /// Parses editor settings. `null` means "no settings". Editors that namespace their settings
-/// (`{"ghostline": {...}}`, as VS Code does) are accepted too.
+/// (`{"ghostline": {...}}`, as VS Code does) are accepted too. Strict: the first bad value is
+/// the error (for a settings file and the CLI; the server reads with [`parse_lenient`]).
 pub fn parse(value: &Value) -> Result<Parsed, String> {
     check_shape(value)?;
-    let value = match unwrap_namespace(value) {
-        Value::Null => return Ok(Parsed { options: Options::default(), unknown_keys: vec![] }),
-        other => other,
-    };
+    parse_object(unwrap_namespace(value)).map_err(|bad| bad.message)
+}
+
+/// A value that cannot be read: the key path it sits at (`["context", "maxFiles"]`; empty for
+/// the settings as a whole) and the message naming it.
+struct BadValue {
+    key: Vec<String>,
+    message: String,
+}
+
+impl BadValue {
+    fn at(key: &str, message: String) -> Self {
+        BadValue { key: key.split('.').map(String::from).collect(), message }
+    }
+}
+
+fn parse_object(value: &Value) -> Result<Parsed, BadValue> {
+    if value.is_null() {
+        return Ok(Parsed { options: Options::default(), unknown_keys: vec![] });
+    }
     // A section given as an array would be read field by field (`model[0]`): name it instead.
     for section in ["/model", "/completion", "/cloud", "/actions", "/actions/prefer", "/context", "/debug", "/stats"] {
         if let Some(v) = value.pointer(section).filter(|v| !v.is_object() && !v.is_null()) {
             let kind = json_kind(v);
             let key = section[1..].replace('/', ".");
-            return Err(format!("invalid ghostline setting `{key}`: expected an object, found {kind}"));
+            return Err(BadValue::at(&key, format!("invalid ghostline setting `{key}`: expected an object, found {kind}")));
         }
     }
     let mut unknown_keys = Vec::new();
@@ -422,25 +441,118 @@ pub fn parse(value: &Value) -> Result<Parsed, String> {
     let de = serde_ignored::Deserializer::new(value, &mut record);
     let options: Options = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
+        // The object keys leading to the value; an index into an array names the array's key.
+        let key = e
+            .path()
+            .iter()
+            .map_while(|segment| match segment {
+                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+                _ => None,
+            })
+            .collect();
         // "expected struct CompletionOptions" names a Rust type; the editor's user sees JSON.
         let mut inner = e.inner().to_string();
         if let Some(at) = inner.find("expected struct ") {
             inner.replace_range(at.., "expected an object");
         }
-        if path == "." {
+        let message = if path == "." {
             format!("invalid ghostline settings: {inner}")
         } else {
             format!("invalid ghostline setting `{path}`: {inner}")
-        }
+        };
+        BadValue { key, message }
     })?;
+    check_values(&options)?;
+    Ok(Parsed { options, unknown_keys })
+}
+
+/// Values of the right type that still cannot be used: said, never silently replaced.
+fn check_values(options: &Options) -> Result<(), BadValue> {
     if let Some([a, b]) = options.stats.retention_seconds {
         if !(a.is_finite() && b.is_finite() && a > 0.0 && b >= a) {
-            return Err(format!(
-                "invalid ghostline setting `stats.retentionSeconds`: expected two positive numbers of seconds, the second not below the first (got [{a}, {b}])"
+            return Err(BadValue::at(
+                "stats.retentionSeconds",
+                format!("invalid ghostline setting `stats.retentionSeconds`: expected two positive numbers of seconds, the second not below the first (got [{a}, {b}])"),
             ));
         }
     }
-    Ok(Parsed { options, unknown_keys })
+    let c = &options.context;
+    let limit = |key: &str, value: Option<u64>, max: u64, unit: &str| match value {
+        Some(0) => Err(BadValue::at(key, format!("invalid ghostline setting `{key}`: 0 would index nothing; use `completion.crossFile: false` to turn the cross-file section off"))),
+        Some(n) if n > max => Err(BadValue::at(key, format!("invalid ghostline setting `{key}`: {n} is more than the largest allowed, {max}{unit}"))),
+        _ => Ok(()),
+    };
+    limit("context.maxFiles", c.max_files.map(u64::from), MAX_INDEX_FILES, " files")?;
+    limit("context.maxFileKb", c.max_file_kb, MAX_INDEX_FILE_KB, " KiB")?;
+    limit("context.memoryMb", c.memory_mb, MAX_INDEX_MEMORY_MB, " MiB")?;
+    Ok(())
+}
+
+/// The largest `context.maxFiles`, `context.maxFileKb` and `context.memoryMb` taken: far above
+/// any workspace ghostline is meant for, and small enough that no size computed from them
+/// overflows.
+pub const MAX_INDEX_FILES: u64 = 1_000_000;
+pub const MAX_INDEX_FILE_KB: u64 = 1024 * 1024;
+pub const MAX_INDEX_MEMORY_MB: u64 = 1024 * 1024;
+
+/// Settings read key by key: a value that cannot be read is reported and takes its value in
+/// `base` (the settings in force before; `null` at `initialize`), or its default where `base`
+/// has none — every other key is kept. Only settings that are not an object at all are refused
+/// as a whole.
+#[derive(Debug)]
+pub struct Lenient {
+    pub parsed: Parsed,
+    /// The settings as kept: `value` with each bad key replaced by `base`'s (or removed).
+    pub kept: Value,
+    /// One message per bad key, naming it.
+    pub errors: Vec<String>,
+}
+
+pub fn parse_lenient(value: &Value, base: &Value) -> Result<Lenient, String> {
+    check_shape(value)?;
+    let mut kept = unwrap_namespace(value).clone();
+    let base = unwrap_namespace(base);
+    let mut errors = Vec::new();
+    let mut reverted: Vec<Vec<String>> = Vec::new();
+    loop {
+        let bad = match parse_object(&kept) {
+            Ok(parsed) => return Ok(Lenient { parsed, kept, errors }),
+            Err(bad) if bad.key.is_empty() => return Err(bad.message),
+            Err(bad) => bad,
+        };
+        // The base's value for the key — unless that was tried already and is bad too: then
+        // the key goes (its default).
+        let tried = reverted.contains(&bad.key);
+        if !tried {
+            errors.push(bad.message);
+        }
+        let previous = if tried { None } else { pointer(base, &bad.key).cloned() };
+        replace(&mut kept, &bad.key, previous);
+        reverted.push(bad.key);
+        if reverted.len() > 512 {
+            return Err("invalid ghostline settings: too many bad values".into());
+        }
+    }
+}
+
+fn pointer<'v>(value: &'v Value, key: &[String]) -> Option<&'v Value> {
+    key.iter().try_fold(value, |v, k| v.get(k)).filter(|v| !v.is_null())
+}
+
+/// Sets (or with `None` removes) the value at `key`, which exists in `value`.
+fn replace(value: &mut Value, key: &[String], with: Option<Value>) {
+    let Some((last, parents)) = key.split_last() else { return };
+    let parent = parents.iter().try_fold(value, |v, k| v.get_mut(k));
+    if let Some(Value::Object(map)) = parent {
+        match with {
+            Some(v) => {
+                map.insert(last.clone(), v);
+            }
+            None => {
+                map.remove(last);
+            }
+        }
+    }
 }
 
 /// Reads and parses a settings file (the JSON an editor would send as initializationOptions).
@@ -458,7 +570,7 @@ impl Options {
         let c = &self.completion;
         Config {
             model: ModelConfig {
-                path: m.path.clone().or(env_model).filter(|p| !p.as_os_str().is_empty()),
+                path: m.path.as_deref().map(expand_home).or(env_model).filter(|p| !p.as_os_str().is_empty()),
                 threads: m.threads.filter(|&t| t > 0).unwrap_or_else(default_threads),
                 context_size: m.context_size.filter(|&n| n >= 256).unwrap_or(4096),
                 batch_size: m.batch_size.filter(|&n| n >= 16).unwrap_or(512),
@@ -478,7 +590,17 @@ impl Options {
                 repeat_last_n: c.repeat_last_n.unwrap_or(64),
                 lines_before: c.lines_before.unwrap_or(64),
                 lines_after: c.lines_after.unwrap_or(16),
-                exclude: crate::exclude::globs(c.exclude.as_deref(), c.exclude_defaults.unwrap_or(true)),
+                // A file `context.exclude` names is never put into any prompt, its own
+                // completions' included.
+                exclude: {
+                    let mut globs = crate::exclude::globs(c.exclude.as_deref(), c.exclude_defaults.unwrap_or(true));
+                    for glob in self.context.exclude.iter().flatten() {
+                        if !globs.contains(glob) {
+                            globs.push(glob.clone());
+                        }
+                    }
+                    globs
+                },
                 max_right_chars: c.max_right_chars.unwrap_or(crate::exclude::DEFAULT_MAX_RIGHT_CHARS),
                 cross_file: c.cross_file.unwrap_or(true),
             },
@@ -494,7 +616,7 @@ impl Options {
                     daily_token_budget: o.daily_token_budget.unwrap_or(200_000),
                     breaker_failures: o.breaker_failures.filter(|&n| n > 0).unwrap_or(3),
                     breaker_cooldown_s: o.breaker_cooldown_s.unwrap_or(300),
-                    cache_dir: o.cache_dir.clone().filter(|p| !p.as_os_str().is_empty()),
+                    cache_dir: o.cache_dir.as_deref().map(expand_home).filter(|p| !p.as_os_str().is_empty()),
                     cache_entries: o.cache_entries.unwrap_or(256),
                     exclude: o.exclude.clone().unwrap_or_else(|| DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect()),
                 }
@@ -516,9 +638,10 @@ impl Options {
                 }
                 ContextConfig {
                     exclude,
-                    max_files: o.max_files.map_or(5_000, |n| n as usize),
-                    max_file_bytes: o.max_file_kb.filter(|&n| n > 0).unwrap_or(512) * 1024,
-                    memory_bytes: (o.memory_mb.filter(|&n| n > 0).unwrap_or(64) * 1024 * 1024) as usize,
+                    // Bounded by `check_values` (0 and overflowing sizes are refused there).
+                    max_files: o.max_files.filter(|&n| n > 0).map_or(5_000, |n| (n as u64).min(MAX_INDEX_FILES) as usize),
+                    max_file_bytes: o.max_file_kb.filter(|&n| n > 0).unwrap_or(512).min(MAX_INDEX_FILE_KB) * 1024,
+                    memory_bytes: (o.memory_mb.filter(|&n| n > 0).unwrap_or(64).min(MAX_INDEX_MEMORY_MB) * 1024 * 1024) as usize,
                 }
             },
             privacy: self.privacy.unwrap_or(Privacy::LocalOnly),
@@ -526,7 +649,7 @@ impl Options {
             log_code: self.debug.log_code.unwrap_or(false),
             stats: StatsConfig {
                 enabled: self.stats.enabled.unwrap_or(true),
-                path: self.stats.path.clone().filter(|p| !p.as_os_str().is_empty()),
+                path: self.stats.path.as_deref().map(expand_home).filter(|p| !p.as_os_str().is_empty()),
                 retention: match self.stats.retention_seconds {
                     Some([a, b]) if a.is_finite() && b.is_finite() && a > 0.0 && b >= a => {
                         [std::time::Duration::from_secs_f64(a), std::time::Duration::from_secs_f64(b)]
@@ -548,6 +671,20 @@ pub fn log_code() -> bool {
 /// Applies `debug.logCode` from the configuration now in force.
 pub fn set_log_code(enabled: bool) {
     LOG_CODE.store(enabled, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A path setting with a leading `~`, `$HOME` or `${HOME}` taken to the user's home folder,
+/// as a shell would: editors other than VS Code send the setting as the user wrote it. Other
+/// paths are unchanged (`~user` too).
+pub fn expand_home(path: &std::path::Path) -> PathBuf {
+    let Some(text) = path.to_str() else { return path.to_path_buf() };
+    let rest = ["~", "${HOME}", "$HOME"].iter().find_map(|prefix| {
+        text.strip_prefix(prefix).filter(|rest| rest.is_empty() || rest.starts_with('/') || rest.starts_with(std::path::MAIN_SEPARATOR))
+    });
+    match (rest, std::env::var_os("HOME").filter(|h| !h.is_empty())) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest.trim_start_matches(['/', std::path::MAIN_SEPARATOR])),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// Reads `GHOSTLINE_MODEL` from the environment.

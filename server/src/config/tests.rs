@@ -165,3 +165,76 @@ fn settings_that_are_not_an_object_say_so() {
     let e = parse(&json!({"model": [1]})).unwrap_err();
     assert!(e.contains("`model`") && e.contains("expected an object") && !e.contains("struct"), "{e}");
 }
+
+/// `initialize` with a valid model and one wrong-typed key: that key is reported and takes its
+/// default; every other key is kept (the model path above all).
+#[test]
+fn a_bad_key_is_reported_and_the_others_kept() {
+    let bad_keys = [
+        json!({"context": {"exclude": "x"}}),
+        json!({"context": {"maxFiles": -1}}),
+        json!({"context": {"maxFileKb": "big"}}),
+        json!({"stats": {"enabled": "yes"}}),
+        json!({"stats": {"path": 5}}),
+        json!({"stats": {"retentionSeconds": [0, 0]}}),
+        json!({"context": {"maxFiles": 0}}),
+        json!({"context": {"memoryMb": 17592186044416u64}}),
+        json!({"context": {"maxFileKb": 18014398509481984u64}}),
+        json!({"stats": []}),
+    ];
+    for bad in bad_keys {
+        let mut settings = json!({"model": {"path": "/m.gguf", "threads": 3}, "completion": {"maxTokens": 9}});
+        let (section, value) = bad.as_object().unwrap().iter().next().unwrap();
+        settings[section] = value.clone();
+        let key = match value {
+            Value::Object(m) => format!("{section}.{}", m.keys().next().unwrap()),
+            _ => section.clone(),
+        };
+        let read = parse_lenient(&settings, &Value::Null).unwrap_or_else(|e| panic!("{bad}: {e}"));
+        assert_eq!(read.errors.len(), 1, "{bad}: {:?}", read.errors);
+        assert!(read.errors[0].contains(&format!("`{key}")), "{bad}: {:?}", read.errors);
+        let c = read.parsed.options.resolve(None);
+        assert_eq!(c.model.path.as_deref(), Some(std::path::Path::new("/m.gguf")), "{bad}");
+        assert_eq!((c.model.threads, c.completion.max_tokens), (3, 9), "{bad}");
+        assert_eq!(c.context, Options::default().resolve(None).context, "{bad}");
+        assert_eq!(c.stats, Options::default().resolve(None).stats, "{bad}");
+        assert!(pointer(&read.kept, &key.split('.').map(String::from).collect::<Vec<_>>()).is_none(), "{bad}: {}", read.kept);
+        // The strict parse (settings files, the CLI) still refuses it.
+        assert!(parse(&settings).is_err(), "{bad}");
+    }
+}
+
+/// A bad value in a change keeps that key's previous value; the rest of the change applies.
+#[test]
+fn a_bad_key_in_a_change_keeps_its_previous_value() {
+    let base = json!({"model": {"path": "/m.gguf"}, "context": {"maxFiles": 10}});
+    let change = layer(&base, &json!({"context": {"maxFiles": "many"}, "completion": {"maxTokens": 7}}));
+    let read = parse_lenient(&change, &base).unwrap();
+    assert_eq!(read.errors.len(), 1, "{:?}", read.errors);
+    let c = read.parsed.options.resolve(None);
+    assert_eq!((c.context.max_files, c.completion.max_tokens), (10, 7));
+    assert_eq!(read.kept["context"]["maxFiles"], 10);
+    // Several bad keys: each named once.
+    let read = parse_lenient(&json!({"stats": {"enabled": 1, "path": 2}, "offline": "no", "model": {"path": "/m.gguf"}}), &Value::Null).unwrap();
+    assert_eq!(read.errors.len(), 3, "{:?}", read.errors);
+    assert_eq!(read.parsed.options.model.path.as_deref(), Some(std::path::Path::new("/m.gguf")));
+    // Not an object at all: refused as a whole.
+    assert!(parse_lenient(&json!([1]), &base).is_err());
+    assert!(parse_lenient(&json!({"ghostline": "fast"}), &base).is_err());
+}
+
+#[test]
+fn path_settings_expand_the_home_folder() {
+    let home = std::env::var("HOME").unwrap();
+    let c = parse(&json!({"stats": {"path": "~/gl-stats.sqlite"}, "model": {"path": "$HOME/m.gguf"}, "cloud": {"cacheDir": "${HOME}/c"}}))
+        .unwrap()
+        .options
+        .resolve(None);
+    assert_eq!(c.stats.path, Some(std::path::Path::new(&home).join("gl-stats.sqlite")));
+    assert_eq!(c.model.path, Some(std::path::Path::new(&home).join("m.gguf")));
+    assert_eq!(c.cloud.cache_dir, Some(std::path::Path::new(&home).join("c")));
+    assert_eq!(expand_home(std::path::Path::new("~")), std::path::PathBuf::from(&home));
+    for unchanged in ["~user/x", "/abs/~/x", "rel/$HOME", "$HOMER/x"] {
+        assert_eq!(expand_home(std::path::Path::new(unchanged)), std::path::PathBuf::from(unchanged));
+    }
+}

@@ -141,13 +141,16 @@ impl LanguageServer for Backend {
             tracing::warn!("initialize came twice; keeping the first client capabilities");
         }
         let options = params.initialization_options.unwrap_or(Value::Null);
-        let read = self.read_settings(&options);
+        let read = self.read_settings(&options, &Value::Null);
         {
             let mut state = self.state();
             match read {
-                Ok(config) => {
+                Ok(model::ReadSettings { config, kept, errors }) => {
                     state.config = config;
-                    state.settings = config::layer(&Value::Null, &options);
+                    state.settings = kept;
+                    for error in errors {
+                        state.init_messages.push((MessageType::Error, format!("ghostline: {error}; ignoring it (the other settings apply)")));
+                    }
                 }
                 Err(message) => {
                     tracing::error!("{message}");

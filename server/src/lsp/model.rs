@@ -15,17 +15,22 @@ use crate::engine::Engine;
 use crate::model::{ModelHandle, ModelStatus, Sampling};
 
 impl Backend {
-    /// Parses settings; reports unknown keys as a logged warning and bad values as an error.
-    pub(super) fn read_settings(&self, value: &Value) -> Result<Config, String> {
-        let parsed = config::parse(value)?;
-        if !parsed.unknown_keys.is_empty() {
-            tracing::warn!(keys = ?parsed.unknown_keys, "ignoring unknown ghostline settings");
+    /// Parses settings key by key over `base` (the settings in force; `null` at `initialize`):
+    /// unknown keys are a logged warning; a bad value is an error message, and that key keeps
+    /// its value in `base` while the others apply. Settings that are not an object are refused.
+    pub(super) fn read_settings(&self, value: &Value, base: &Value) -> Result<ReadSettings, String> {
+        let read = config::parse_lenient(value, base)?;
+        if !read.parsed.unknown_keys.is_empty() {
+            tracing::warn!(keys = ?read.parsed.unknown_keys, "ignoring unknown ghostline settings");
         }
-        let mut config = parsed.options.resolve(config::env_model());
+        for error in &read.errors {
+            tracing::error!("{error}");
+        }
+        let mut config = read.parsed.options.resolve(config::env_model());
         // No model named: look where users already keep models (model::discover).
         crate::model::discover::fill_in(&mut config.model);
         crate::config::set_log_code(config.log_code);
-        Ok(config)
+        Ok(ReadSettings { config, kept: read.kept, errors: read.errors })
     }
 
     /// (Re)starts the model with the current configuration. Its loading is reported to the
@@ -81,8 +86,8 @@ impl Backend {
     }
 
     /// `workspace/didChangeConfiguration`: the change laid over the settings in force, then
-    /// applied (a new model, new completion settings, or nothing for the engine); bad settings
-    /// leave the previous ones in force.
+    /// applied (a new model, new completion settings, or nothing for the engine); a bad value
+    /// keeps its key's previous value, settings that are not an object keep all of them.
     pub(super) async fn change_settings(&self, settings: &Value) {
         // A change names only what changes: it is laid over the settings in force.
         let layered = match config::check_shape(settings) {
@@ -96,8 +101,9 @@ impl Backend {
             }
             Err(message) => Err(message),
         };
-        match layered.and_then(|layered| self.read_settings(&layered).map(|config| (layered, config))) {
-            Ok((layered, new)) => {
+        let base = self.state().settings.clone();
+        match layered.and_then(|layered| self.read_settings(&layered, &base)) {
+            Ok(ReadSettings { config: new, kept, errors }) => {
                 let (change, reindex) = {
                     let mut state = self.state();
                     let change = settings_change(&state.config, &new);
@@ -107,9 +113,12 @@ impl Backend {
                         state.workspace = super::workspace::make(&new, &self.info().roots);
                     }
                     state.config = new;
-                    state.settings = layered;
+                    state.settings = kept;
                     (change, reindex)
                 };
+                for error in errors {
+                    self.client.show_message(MessageType::Error, format!("ghostline: {error}; keeping its previous value")).await;
+                }
                 if reindex {
                     self.index_workspace();
                 }
@@ -125,6 +134,14 @@ impl Backend {
             }
         }
     }
+}
+
+/// Settings as read: the configuration, the settings kept (bad keys replaced), and one
+/// message per bad key.
+pub(super) struct ReadSettings {
+    pub config: Config,
+    pub kept: Value,
+    pub errors: Vec<String>,
 }
 
 /// [`Backend::start_model`] from outside a handler (the first run's download): the state, the
