@@ -41,7 +41,7 @@ pub enum Skip {
 impl std::fmt::Display for Skip {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Skip::Excluded(glob) => write!(f, "the file matches completion.exclude `{glob}`"),
+            Skip::Excluded(glob) => write!(f, "the file matches the exclusion `{glob}` (completion.exclude or context.exclude)"),
             Skip::RightOfCursor(n) => write!(f, "{n} characters follow the cursor on its line (completion.maxRightChars)"),
         }
     }

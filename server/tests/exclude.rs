@@ -84,3 +84,35 @@ fn exclude_defaults_off_keeps_only_the_users_globs_and_the_tail_limit_is_a_setti
     assert_eq!(last_uri(&mut client), tail, ".env completed after the defaults were turned back on");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
+
+/// A file matching `context.exclude` is never put into any prompt (the README's promise): no
+/// completion request in it, no code action offered on it — while the same file is completed
+/// and offered actions once the glob is lifted (the control).
+#[test]
+fn a_file_matching_context_exclude_gets_no_request_and_no_action() {
+    let mut client = server(json!({"model": {"path": model()}, "context": {"exclude": ["private_*.py"]}}));
+    let main = "file:///project/main.py";
+    open(&mut client, main, "def add(a, b):\n    return ");
+    inline_completion(&mut client, main, 1, 11);
+    assert_eq!(last_uri(&mut client), main);
+    let private = "file:///project/pkg/private_cfg.py";
+    let text = "def secret_rate(sku):\n    return ";
+    open(&mut client, private, text);
+    let actions = |client: &mut ghostline::stdio_client::StdioClient| {
+        let r = client
+            .request("textDocument/codeAction", json!({"textDocument": {"uri": private}, "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 4}}, "context": {"diagnostics": []}}), TIMEOUT)
+            .unwrap();
+        assert!(r.get("error").is_none(), "{r}");
+        r["result"].as_array().map_or(0, Vec::len)
+    };
+    let r = inline_completion(&mut client, private, 1, 11);
+    assert_eq!(inline_text(&r), "", "{r}");
+    assert_eq!(last_uri(&mut client), main, "a context.exclude file reached the model");
+    assert_eq!(actions(&mut client), 0, "actions offered on an excluded file");
+
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"context": {"exclude": null}}}));
+    inline_completion(&mut client, private, 1, 11);
+    assert_eq!(last_uri(&mut client), private, "the control: without the glob the file is completed");
+    assert!(actions(&mut client) > 0, "the control: without the glob actions are offered");
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}

@@ -145,6 +145,10 @@ impl Backend {
             if !state.config.actions.enabled {
                 return Ok(None);
             }
+            // A file an exclusion names is never put into a prompt: no action offers to.
+            if crate::exclude::excluded_by(&state.config.completion.exclude, uri.0.as_str()).is_some() {
+                return Ok(None);
+            }
             let Some(doc) = state.docs.get(&uri) else { return Ok(None) };
             let snap = doc.snapshot(params.range.start, enc, 0, 0).map_err(|e| Error::invalid_params(e.to_string()))?;
             (snap, doc.language_id.clone())
