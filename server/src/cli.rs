@@ -232,6 +232,23 @@ enum Command {
         /// `model.prefillChunk` for ghostline (default: its own default).
         #[arg(long)]
         prefill_chunk: Option<u32>,
+        /// Instead of the latency report: decode one prompt in several batch schedules and
+        /// compare every position's tensors and the logits bit for bit, naming the first
+        /// tensor that depends on the batch (exits non-zero when a schedule differs).
+        #[arg(long, conflicts_with_all = ["peer", "svg", "cold_sizes", "soak", "warm_cold", "index"])]
+        batch_invariance: bool,
+        /// With `--batch-invariance`: the prompt's text (default: the inventory trace's file).
+        #[arg(long, value_name = "FILE")]
+        prompt_file: Option<PathBuf>,
+        /// With `--batch-invariance`: prompt tokens (default 300).
+        #[arg(long, default_value_t = 300)]
+        tokens: usize,
+        /// With `--batch-invariance`: flash attention `on` or `off` (default: as completions run).
+        #[arg(long, value_name = "on|off")]
+        flash_attention: Option<String>,
+        /// With `--batch-invariance`: layers on the GPU (default: the backend's).
+        #[arg(long)]
+        gpu_layers: Option<u32>,
         /// Between `didOpen` and the trace's first event: a code-action request at the trace's
         /// cursor (as VS Code sends when it shows the file and its cursor), then this many ms of
         /// the user reading — time ghostline may use to decode ahead (0: the first request comes
@@ -351,6 +368,27 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Bench { batch_invariance: true, json, model, threads, save, prompt_file, tokens, flash_attention, gpu_layers, .. } => {
+            let Some(model) = model.or_else(config::env_model) else {
+                eprintln!("ghostline bench: no model: pass --model or set {}", config::MODEL_ENV);
+                return ExitCode::FAILURE;
+            };
+            let flash_attention = match flash_attention.as_deref() {
+                None => None,
+                Some("on") => Some(true),
+                Some("off") => Some(false),
+                Some(other) => {
+                    eprintln!("ghostline bench: --flash-attention takes `on` or `off`, not {other:?}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let threads = threads.unwrap_or_else(config::default_threads);
+            let options = crate::bench::invariance::Options { model, prompt_file, tokens, threads, gpu_layers, flash_attention };
+            let result = crate::bench::invariance::run(&options);
+            let all_equal = result.as_ref().is_ok_and(crate::bench::invariance::all_equal);
+            let reported = report(result, json, save, crate::bench::invariance::print_text);
+            if all_equal { reported } else { ExitCode::FAILURE }
+        }
         Command::Bench { warm_cold: true, traces, json, model, threads, prefill_chunk, save, .. } => {
             let Some(model) = model.or_else(config::env_model) else {
                 eprintln!("ghostline bench: no model: pass --model or set {}", config::MODEL_ENV);

@@ -15,7 +15,7 @@
 //! Modules: `trace` (the schema and loading), `replay` (one run), `peer` (llama-server as a
 //! process), `http` (the loopback client), `stats` (figures, ratios, targets), `report` (the
 //! table and the SVG), `system` (machine and `/proc`), `sizes` (`--cold-sizes`), `soak`
-//! (`--soak`). Server-side figures come from the opt-in `ghostline/lastTimings` request; normal
+//! (`--soak`), `warm_cold` (`--warm-cold`), `invariance` (`--batch-invariance`). Server-side figures come from the opt-in `ghostline/lastTimings` request; normal
 //! responses carry no timings.
 
 use std::path::PathBuf;
@@ -28,6 +28,7 @@ use crate::engine::AheadCounts;
 
 pub mod http;
 pub mod index;
+pub mod invariance;
 pub mod peer;
 pub mod replay;
 pub mod report;
