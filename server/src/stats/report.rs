@@ -114,24 +114,43 @@ pub fn summary(stats: &Stats, since_s: i64) -> Result<Vec<Row>, String> {
         .collect())
 }
 
+/// The longest `--since` read: a hundred years (longer is out of range; `all` means everything).
+pub const MAX_SINCE: std::time::Duration = std::time::Duration::from_secs(36_500 * 86_400);
+
 /// `7d`, `12h`, `30m`, `90s` (or any duration `model.keepAlive` reads); `all`: everything.
+/// Longer than [`MAX_SINCE`] is an error, not a panic.
 pub fn parse_since(text: &str) -> Result<Option<std::time::Duration>, String> {
     let t = text.trim().to_ascii_lowercase();
     if t == "all" {
         return Ok(None);
     }
-    if let Some(days) = t.strip_suffix('d') {
-        return days
-            .parse::<f64>()
-            .ok()
-            .filter(|d| d.is_finite() && *d > 0.0)
-            .map(|d| Some(std::time::Duration::from_secs_f64(d * 86_400.0)))
-            .ok_or_else(|| format!("cannot read --since {text:?}: use e.g. 7d, 12h, 30m or all"));
+    let bad = || format!("cannot read --since {text:?}: use e.g. 7d, 12h, 30m or all");
+    let window = if let Some(days) = t.strip_suffix('d') {
+        let days = days.parse::<f64>().ok().filter(|d| d.is_finite() && *d > 0.0).ok_or_else(bad)?;
+        std::time::Duration::try_from_secs_f64(days * 86_400.0).ok()
+    } else {
+        match crate::config::parse_duration(&t) {
+            Ok(Some(d)) => Some(d),
+            Err(e) if e.ends_with("out of range as a duration") => None,
+            _ => return Err(bad()),
+        }
+    };
+    match window {
+        Some(d) if d <= MAX_SINCE => Ok(Some(d)),
+        _ => Err(format!("--since {text:?} is out of range: at most {}d (or all)", MAX_SINCE.as_secs() / 86_400)),
     }
-    match crate::config::parse_duration(&t) {
-        Ok(Some(d)) => Ok(Some(d)),
-        _ => Err(format!("cannot read --since {text:?}: use e.g. 7d, 12h, 30m or all")),
-    }
+}
+
+/// `--since` as clap reads it: the text as given (for the report) and the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Since {
+    pub text: String,
+    pub window: Option<std::time::Duration>,
+}
+
+/// clap's value parser for `--since`: a bad or out-of-range value is a usage error.
+pub fn since_arg(text: &str) -> Result<Since, String> {
+    parse_since(text).map(|window| Since { text: text.to_owned(), window })
 }
 
 fn pct(x: f64) -> String {
@@ -205,20 +224,17 @@ pub fn doctor_line(settings: &crate::config::StatsConfig) -> String {
 }
 
 /// Runs `ghostline stats`.
-pub fn run(since: &str, json: bool, db: Option<PathBuf>) -> ExitCode {
+pub fn run(since: &Since, json: bool, db: Option<PathBuf>) -> ExitCode {
     let fail = |m: String| {
         eprintln!("ghostline stats: {m}");
         ExitCode::FAILURE
     };
-    let window = match parse_since(since) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
+    let (since, window) = (since.text.as_str(), since.window);
     let Some(path) = db.or_else(Stats::default_path) else {
         return fail("no data directory: set HOME or XDG_DATA_HOME, or pass --db".into());
     };
     let rows = if path.exists() {
-        let since_s = window.map_or(0, |w| super::now_s() - w.as_secs() as i64);
+        let since_s = window.map_or(0, |w| (super::now_s() - w.as_secs() as i64).max(0));
         match Stats::open(&path).and_then(|s| summary(&s, since_s)) {
             Ok(rows) => rows,
             Err(e) => return fail(e),
@@ -309,5 +325,12 @@ mod tests {
         assert_eq!(parse_since("12h").unwrap(), Some(std::time::Duration::from_secs(12 * 3600)));
         assert_eq!(parse_since("all").unwrap(), None);
         assert!(parse_since("soon").is_err() && parse_since("-1d").is_err());
+        assert_eq!(parse_since("36500d").unwrap(), Some(MAX_SINCE));
+        // Out of range: an error that says so, not a panic.
+        for text in ["1e18d", "18446744073709551615s", "36501d", "1e300d", "99999999999999999999h"] {
+            let e = parse_since(text).unwrap_err();
+            assert!(e.contains("out of range"), "{text}: {e}");
+        }
     }
+
 }
