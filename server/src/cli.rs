@@ -43,7 +43,7 @@ enum Command {
         model: Option<PathBuf>,
         #[arg(long)]
         max_tokens: Option<u32>,
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS))]
         threads: Option<u32>,
         /// Editor settings as JSON (what the editor sends as initializationOptions); the
         /// options above override them.
@@ -65,12 +65,12 @@ enum Command {
         #[arg(long)]
         settings: Option<PathBuf>,
         /// Override model.memoryBudgetMb.
-        #[arg(long)]
+        #[arg(long, value_parser = memory_budget_mb)]
         memory_budget_mb: Option<u64>,
         /// Override model.contextSize.
         #[arg(long)]
         context_size: Option<u32>,
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS))]
         threads: Option<u32>,
         /// Check the GGUF header only; do not load the model.
         #[arg(long)]
@@ -102,14 +102,14 @@ enum Command {
         #[arg(long)]
         settings: Option<PathBuf>,
         /// Override model.memoryBudgetMb.
-        #[arg(long)]
+        #[arg(long, value_parser = memory_budget_mb)]
         memory_budget_mb: Option<u64>,
     },
     /// List the GGUF models found in the Hugging Face cache, LM Studio, llama.cpp's cache and
     /// Ollama, best first, with the reasons; the first is used when no model is configured.
     Models {
         /// The memory budget to judge them by (default: half of physical memory).
-        #[arg(long)]
+        #[arg(long, value_parser = memory_budget_mb)]
         memory_budget_mb: Option<u64>,
         #[arg(long)]
         json: bool,
@@ -117,9 +117,9 @@ enum Command {
     /// Local acceptance statistics: per model and language, suggestions shown and accepted,
     /// characters retained after 30 s and 5 min, latency. Read from the local database only.
     Stats {
-        /// How far back: 7d, 12h, 30m, or all.
-        #[arg(long, default_value = "7d")]
-        since: String,
+        /// How far back: 7d, 12h, 30m, or all (at most 36500d).
+        #[arg(long, default_value = "7d", value_parser = crate::stats::report::since_arg)]
+        since: crate::stats::report::Since,
         #[arg(long)]
         json: bool,
         /// The database (default: the user's data directory).
@@ -161,7 +161,7 @@ enum Command {
         /// with `--source` (Python), each asked with the cross-file section and without.
         #[arg(long)]
         cross_file: bool,
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS))]
         threads: Option<u32>,
         #[arg(long)]
         json: bool,
@@ -192,7 +192,7 @@ enum Command {
         #[arg(long)]
         model: Option<PathBuf>,
         /// llama.cpp threads for both sides (default: physical cores).
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS))]
         threads: Option<u32>,
         /// Also write an SVG chart of latency per request.
         #[arg(long)]
@@ -202,7 +202,7 @@ enum Command {
         save: Option<PathBuf>,
         /// Instead of the traces: time cold prompts of these sizes in tokens (e.g. 256,1024,2048),
         /// with their prefill and decode rates and the floor; `--runs` samples per size.
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=MAX_PROMPT_TOKENS))]
         cold_sizes: Vec<u32>,
         /// Replay with ghostline's `completion.generateAhead` off: every request calls the
         /// model itself (the engines compared request for request).
@@ -253,9 +253,28 @@ enum Command {
         /// cursor (as VS Code sends when it shows the file and its cursor), then this many ms of
         /// the user reading — time ghostline may use to decode ahead (0: the first request comes
         /// with the `didOpen`).
-        #[arg(long, value_name = "MS", default_value_t = 0)]
+        #[arg(long, value_name = "MS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(..=MAX_OPEN_PAUSE_MS))]
         open_pause: u64,
     },
+}
+
+/// The largest `--memory-budget-mb`: its bytes must fit in 64 bits.
+const MAX_MEMORY_BUDGET_MB: u64 = u64::MAX >> 20;
+/// The most llama.cpp threads `--threads` takes (it reaches llama.cpp as an `i32`).
+const MAX_THREADS: i64 = 1024;
+/// The largest `--cold-sizes` prompt, in tokens.
+const MAX_PROMPT_TOKENS: i64 = 1 << 20;
+/// The longest `--open-pause`: an hour.
+const MAX_OPEN_PAUSE_MS: u64 = 3_600_000;
+
+/// `--memory-budget-mb`: 1 MiB up to [`MAX_MEMORY_BUDGET_MB`]; out of range is a usage error.
+fn memory_budget_mb(text: &str) -> Result<u64, String> {
+    let mb: u64 = text.trim().parse().map_err(|_| format!("cannot read {text:?} as a whole number of MiB"))?;
+    if (1..=MAX_MEMORY_BUDGET_MB).contains(&mb) {
+        Ok(mb)
+    } else {
+        Err(format!("{mb} MiB is out of range: from 1 to {MAX_MEMORY_BUDGET_MB}"))
+    }
 }
 
 /// Prints a bench report as a table or JSON, and saves its JSON when asked.

@@ -378,7 +378,11 @@ pub fn run(opts: &DoctorOptions) -> Report {
         },
     );
     facts.insert("offline".into(), json!(config.offline));
-    checks.ok("stats", crate::stats::report::doctor_line(&config.stats));
+    match crate::stats::report::doctor_line(&config.stats) {
+        crate::stats::report::Health::Ok(detail) => checks.ok("stats", detail),
+        crate::stats::report::Health::Warn { detail, fix } => checks.warn("stats", detail, fix),
+        crate::stats::report::Health::Fail { detail, fix } => checks.fail("stats", detail, fix),
+    }
 
     let ok = !checks.0.iter().any(|c| c.level == Level::Fail);
     Report { ok, checks: checks.0, facts: Value::Object(facts) }

@@ -55,6 +55,17 @@ fn stats_row(db: &Path, ready: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
+/// The route (`ahead`, `typed-ahead`, `model`) the last suggestion was answered by, as the
+/// server's `ghostline/lastTimings` tells it.
+fn last_route(client: &mut ghostline::stdio_client::StdioClient) -> &'static str {
+    let last = client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap();
+    match last["result"]["timings"]["cache"].as_str() {
+        Some("ahead") => "share_ahead",
+        Some("typed-ahead") => "share_typed_ahead",
+        _ => "share_model",
+    }
+}
+
 /// The suggestion at the fixture's cursor (after typing the indentation) and its item.
 fn shown_suggestion(client: &mut ghostline::stdio_client::StdioClient) -> (String, usize, Value) {
     let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
@@ -74,7 +85,9 @@ fn shown_suggestion(client: &mut ghostline::stdio_client::StdioClient) -> (Strin
 fn accepts_and_retention_are_recorded_without_code_or_file_names() {
     let dir = temp_dir("stats-e2e");
     let db = dir.join("stats.sqlite");
-    let retention = [3.0, 8.0];
+    // The second check comes 17 s after the first: the edit made between them (one
+    // notification, sent 1.5 s after the first check) has that long even on 2 loaded cores.
+    let retention = [3.0, 20.0];
     let mut client = spawn();
     let init = initialize(
         &mut client,
@@ -86,8 +99,10 @@ fn accepts_and_retention_are_recorded_without_code_or_file_names() {
     wait_ready(&mut client);
 
     let (mut doc, cursor, first) = shown_suggestion(&mut client);
+    let mut routes = vec![last_route(&mut client)];
     // Asked again at the same cursor: a second suggestion shown, the one accepted.
     let again = inline_completion(&mut client, URI, position(&doc, cursor)["line"].as_u64().unwrap() as u32, position(&doc, cursor)["character"].as_u64().unwrap() as u32);
+    routes.push(last_route(&mut client));
     let item = again["result"]["items"][0].clone();
     let suggestion = item["insertText"].as_str().unwrap().to_owned();
     for item in [&first, &item] {
@@ -120,7 +135,7 @@ fn accepts_and_retention_are_recorded_without_code_or_file_names() {
 
     // Between the checks: the start of what is left is replaced too.
     std::thread::sleep(Duration::from_secs_f64(retention[0] + 1.5).saturating_sub(t0.elapsed()));
-    assert!(t0.elapsed() < Duration::from_secs_f64(retention[1] - 1.0), "too slow to edit between the checks");
+    assert!(t0.elapsed() < Duration::from_secs_f64(retention[1] - 1.0), "the edit between the checks came after the second one");
     let k = after_first.chars().count() / 2;
     let cut_to = byte_at(&doc, start, k);
     edit(&mut client, &mut doc, &mut version, start, cut_to, "zz");
@@ -136,8 +151,11 @@ fn accepts_and_retention_are_recorded_without_code_or_file_names() {
     let model_stem = model().file_stem().unwrap().to_string_lossy().into_owned();
     assert_eq!(row["model"].as_str(), Some(model_stem.as_str()));
     assert!(row["latency_p50_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{row}");
-    let shares = ["share_ahead", "share_typed_ahead", "share_model"].iter().map(|k| row[k].as_f64().unwrap()).sum::<f64>();
-    assert!((shares - 1.0).abs() < 1e-9, "{row}");
+    // Each suggestion's route, as the server answered it, is the one recorded.
+    for key in ["share_ahead", "share_typed_ahead", "share_model"] {
+        let want = routes.iter().filter(|&&r| r == key).count() as f64 / routes.len() as f64;
+        assert!((row[key].as_f64().unwrap() - want).abs() < 1e-9, "{key}: {row}, routes {routes:?}");
+    }
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 
     // No code and no file name anywhere in the database's files.
@@ -159,19 +177,226 @@ fn accepts_and_retention_are_recorded_without_code_or_file_names() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A server whose data directory (`XDG_DATA_HOME`, the statistics' default place) is `data`.
+fn spawn_with_data(data: &Path) -> ghostline::stdio_client::StdioClient {
+    let env = [("GHOSTLINE_MODEL", ""), ("XDG_DATA_HOME", data.to_str().unwrap())];
+    ghostline::stdio_client::StdioClient::spawn(&binary(), &["lsp"], &env, std::process::Stdio::inherit()).unwrap()
+}
+
 #[test]
 fn statistics_off_write_nothing_and_items_carry_no_command() {
     let dir = temp_dir("stats-off");
-    let db = dir.join("stats.sqlite");
-    let mut client = spawn();
-    initialize(&mut client, json!({}), json!({"model": {"path": model()}, "stats": {"enabled": false, "path": db}}));
+    let (db, data) = (dir.join("db").join("stats.sqlite"), dir.join("data"));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    // Off with a stats.path, and off with the default place (this test's own data directory).
+    for stats in [json!({"enabled": false, "path": db}), json!({"enabled": false})] {
+        let mut client = spawn_with_data(&data);
+        initialize(&mut client, json!({}), json!({"model": {"path": model()}, "stats": stats}));
+        wait_ready(&mut client);
+        let (_, _, item) = shown_suggestion(&mut client);
+        assert!(item.get("command").is_none_or(Value::is_null), "{item}");
+        // An accept the server cannot know (statistics off) is answered, and nothing is written.
+        let answer = client.request("workspace/executeCommand", json!({"command": "ghostline.accepted", "arguments": [1]}), TIMEOUT).unwrap();
+        assert!(answer.get("error").is_none(), "{answer}");
+        assert!(client.shutdown(TIMEOUT).unwrap().success());
+        assert_eq!(std::fs::read_dir(db.parent().unwrap()).unwrap().count(), 0, "files written with statistics off ({stats})");
+        assert_eq!(std::fs::read_dir(&data).unwrap().count(), 0, "the data directory written with statistics off ({stats})");
+    }
+    // The control: on, the same server writes the default place.
+    let mut client = spawn_with_data(&data);
+    initialize(&mut client, json!({}), json!({"model": {"path": model()}}));
     wait_ready(&mut client);
-    let (_, _, item) = shown_suggestion(&mut client);
-    assert!(item.get("command").is_none_or(Value::is_null), "{item}");
-    // An accept the server cannot know (statistics off) is answered, and nothing is written.
-    let answer = client.request("workspace/executeCommand", json!({"command": "ghostline.accepted", "arguments": [1]}), TIMEOUT).unwrap();
-    assert!(answer.get("error").is_none(), "{answer}");
+    shown_suggestion(&mut client);
+    stats_row(&data.join("ghostline").join("stats.sqlite"), |row| row["shown"].as_u64() == Some(1));
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "files written with statistics off");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `ghostline ARGS…` with its data directory in `data`: (exit code, stdout, stderr).
+fn ghostline(args: &[&str], data: &Path) -> (i32, String, String) {
+    let out = std::process::Command::new(binary()).args(args).env("XDG_DATA_HOME", data).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// `doctor --no-load` with the test model and `stats.path`: (exit code, the stats check).
+fn doctor_stats(db: &Path, dir: &Path) -> (i32, Value) {
+    let settings = dir.join("settings.json");
+    std::fs::write(&settings, json!({"stats": {"path": db}}).to_string()).unwrap();
+    let model = model();
+    let (code, out, err) = ghostline(&["doctor", "--no-load", "--json", "--model", model.to_str().unwrap(), "--settings", settings.to_str().unwrap()], dir);
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "stats").unwrap().clone();
+    (code, check)
+}
+
+/// A database made by hand as an earlier version left it (the table, no index): a reader that
+/// "only" created what is missing would write to it.
+fn old_database(path: &Path) {
+    let db = rusqlite::Connection::open(path).unwrap();
+    db.execute_batch(
+        "CREATE TABLE suggestions (id INTEGER PRIMARY KEY, at_s INTEGER NOT NULL, model TEXT NOT NULL, language TEXT NOT NULL,
+             route TEXT NOT NULL, latency_ms REAL NOT NULL, shown_chars INTEGER NOT NULL, accepted_chars INTEGER,
+             retained_30s REAL, retained_5m REAL);
+         INSERT INTO suggestions (at_s, model, language, route, latency_ms, shown_chars) VALUES (strftime('%s', 'now'), 'm', 'python', 'model', 5, 3);",
+    )
+    .unwrap();
+}
+
+/// `stats` and `doctor` only read: a missing file is not made, an empty one stays empty, a
+/// read-only one keeps its mode and bytes and reads for a user who cannot write it; a file that
+/// is not a database fails both (doctor non-zero, with what to do); a locked one is said to be.
+#[test]
+fn stats_and_doctor_read_only_and_fail_a_broken_database() {
+    let dir = temp_dir("stats-read");
+    let missing = dir.join("missing.sqlite");
+    let (code, out, _) = ghostline(&["stats", "--db", missing.to_str().unwrap()], &dir);
+    assert_eq!((code, out.trim()), (0, "no statistics yet"));
+    let (code, check) = doctor_stats(&missing, &dir);
+    assert_eq!((code, check["level"].as_str()), (0, Some("ok")), "{check}");
+    assert!(!missing.exists(), "reading made the file");
+
+    let empty = dir.join("empty.sqlite");
+    std::fs::write(&empty, b"").unwrap();
+    let (code, out, _) = ghostline(&["stats", "--json", "--db", empty.to_str().unwrap()], &dir);
+    assert_eq!(code, 0, "{out}");
+    doctor_stats(&empty, &dir);
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "reading gave an empty file a schema");
+
+    use std::os::unix::fs::PermissionsExt;
+    let old = dir.join("old.sqlite");
+    old_database(&old);
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let bytes = std::fs::read(&old).unwrap();
+    let (code, out, err) = ghostline(&["stats", "--json", "--since", "all", "--db", old.to_str().unwrap()], &dir);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["rows"][0]["shown"], 1, "{out}");
+    let (code, check) = doctor_stats(&old, &dir);
+    assert_ne!(check["level"], "fail", "{check}");
+    assert_eq!(code, 0, "{check}");
+    // A user who may read the file and not write it (root may write anything: run as nobody).
+    let as_reader: Vec<&str> = if is_root() { vec!["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] } else { vec![] };
+    let bin = binary();
+    let mut cmd = std::process::Command::new(as_reader.first().copied().unwrap_or(bin.to_str().unwrap()));
+    if !as_reader.is_empty() {
+        cmd.args(&as_reader[1..]).arg(&bin);
+    }
+    let out = cmd.args(["stats", "--since", "all", "--db"]).arg(&old).output().unwrap();
+    assert!(out.status.success(), "a read-only reader: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::metadata(&old).unwrap().permissions().mode() & 0o777, 0o444, "reading changed the mode");
+    assert_eq!(std::fs::read(&old).unwrap(), bytes, "reading changed the file");
+
+    let bad = dir.join("bad.sqlite");
+    std::fs::write(&bad, "not a database, only text filling a page: ".repeat(100)).unwrap();
+    let (code, _, err) = ghostline(&["stats", "--db", bad.to_str().unwrap()], &dir);
+    assert!(code == 1 && err.contains("not a database") && err.contains("fix:"), "{code} {err}");
+    let (code, check) = doctor_stats(&bad, &dir);
+    assert_eq!((code, check["level"].as_str()), (1, Some("fail")), "{check}");
+    assert!(check["fix"].as_str().is_some_and(|f| f.contains("delete it")), "{check}");
+
+    // Locked by another connection: said, not waited on forever.
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let holder = rusqlite::Connection::open(&old).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE; DELETE FROM suggestions WHERE id < 0;").unwrap();
+    let (code, _, err) = ghostline(&["stats", "--db", old.to_str().unwrap()], &dir);
+    assert!(code == 1 && err.contains("locked"), "{code} {err}");
+    let (_, check) = doctor_stats(&old, &dir);
+    assert_eq!(check["level"], "warn", "{check}");
+    holder.execute_batch("COMMIT").unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn is_root() -> bool {
+    std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+/// A statistics file that is not a database: the server says so once (a `showMessage`
+/// warning naming the file and what to do), keeps completing, and leaves the file alone.
+#[test]
+fn a_broken_database_is_told_to_the_user() {
+    let dir = temp_dir("stats-broken");
+    let db = dir.join("stats.sqlite");
+    let junk = "not a database, only text filling a page: ".repeat(100);
+    std::fs::write(&db, &junk).unwrap();
+    let mut client = spawn_with_data(&dir);
+    initialize(&mut client, json!({}), json!({"model": {"path": model()}, "stats": {"path": db}}));
+    wait_ready(&mut client);
+    shown_suggestion(&mut client);
+    let told = client
+        .wait_notification("window/showMessage", TIMEOUT, |p| p["message"].as_str().is_some_and(|m| m.contains("statistics are off")))
+        .unwrap_or_else(|e| panic!("not told: {e}; {:?}", log_messages(&client)));
+    let message = told["params"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains(db.to_str().unwrap()) && message.contains("delete it"), "{told}");
+    assert_eq!(told["params"]["type"], 2, "a warning: {told}");
+    // Asked again: answered, and not told twice.
+    let response = inline_completion(&mut client, URI, 0, 0);
+    assert!(response.get("error").is_none(), "{response}");
+    let told_again = log_messages(&client).iter().filter(|m| m.contains("statistics are off")).count();
+    assert_eq!(told_again, 1, "{:?}", log_messages(&client));
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), junk, "the broken file was changed");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two servers write one database while a third connection holds `BEGIN EXCLUSIVE` over their
+/// first suggestions: once it commits, every suggestion both showed is recorded.
+#[test]
+fn two_servers_share_one_database_through_a_lock() {
+    let dir = temp_dir("stats-shared");
+    let db = dir.join("stats.sqlite");
+    let mut servers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut client = spawn_with_data(&dir);
+            initialize(&mut client, json!({}), json!({"model": {"path": model()}, "stats": {"path": db}}));
+            client
+        })
+        .collect();
+    for client in &mut servers {
+        wait_ready(client);
+    }
+    // The database exists (an earlier session made it); another program locks it.
+    drop(ghostline::stats::Stats::open(&db).unwrap());
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let mut places = Vec::new();
+    for client in &mut servers {
+        let (doc, cursor, _) = shown_suggestion(client);
+        places.push(position(&doc, cursor));
+    }
+    // Held past the writers' busy timeout many times over, and past rusqlite's default 5 s.
+    std::thread::sleep(Duration::from_secs(8));
+    holder.execute_batch("COMMIT").unwrap();
+    drop(holder);
+    // Every suggestion shown by either server.
+    let mut want = servers.len() as u64;
+    for (client, at) in servers.iter_mut().zip(&places) {
+        let again = inline_completion(client, URI, at["line"].as_u64().unwrap() as u32, at["character"].as_u64().unwrap() as u32);
+        want += u64::from(!inline_text(&again).is_empty());
+    }
+    stats_row(&db, |row| row["shown"].as_u64() == Some(want));
+    for client in servers {
+        let messages = log_messages(&client);
+        assert!(!messages.iter().any(|m| m.contains("statistics")), "nothing lost, nothing to tell: {messages:?}");
+        assert!(client.shutdown(TIMEOUT).unwrap().success());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Out-of-range numbers and durations on the command line: a usage error that says so.
+#[test]
+fn out_of_range_numbers_are_usage_errors() {
+    let dir = temp_dir("stats-range");
+    for args in [
+        &["stats", "--since", "1e18d"][..],
+        &["stats", "--since", "18446744073709551615s"],
+        &["doctor", "--no-load", "--memory-budget-mb", "18446744073709551615"],
+        &["models", "--memory-budget-mb", "18446744073709551615"],
+        &["complete", "x.py", "--line", "0", "--character", "0", "--threads", "4294967295"],
+        &["bench", "--open-pause", "18446744073709551615"],
+    ] {
+        let (code, _, err) = ghostline(args, &dir);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(!err.contains("panicked") && (err.contains("out of range") || err.contains("is not in")), "{args:?}: {err}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -118,7 +118,10 @@ pub fn parse_duration(text: &str) -> Result<Option<std::time::Duration>, String>
         total += value * factor;
         rest = &rest[unit_end..];
     }
-    Ok((total > 0.0).then(|| std::time::Duration::from_secs_f64(total)))
+    if total <= 0.0 {
+        return Ok(None);
+    }
+    std::time::Duration::try_from_secs_f64(total).map(Some).map_err(|_| format!("{text:?} is out of range as a duration"))
 }
 
 #[derive(Debug, Default, Clone, Deserialize, PartialEq)]

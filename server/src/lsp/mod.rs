@@ -96,13 +96,21 @@ async fn contained_notification(method: &'static str, work: impl std::future::Fu
 
 impl Backend {
     fn new(client: Client) -> Self {
+        // The statistics' writing thread (not async) tells the user through the runtime.
+        let (notifier, runtime) = (client.clone(), tokio::runtime::Handle::try_current().ok());
+        let stats = crate::stats::track::Tracker::with_notify(Arc::new(move |message: String| {
+            if let Some(runtime) = &runtime {
+                let client = notifier.clone();
+                runtime.spawn(async move { client.show_message(MessageType::Warning, message).await });
+            }
+        }));
         Backend {
             client,
             info: OnceLock::new(),
             state: Arc::default(),
             actions: ActionService::default(),
             clouds: CloudClients::default(),
-            stats: Default::default(),
+            stats,
         }
     }
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::{sql, Stats};
+use super::{sql, DbError, Stats};
 
 /// One model and language.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,24 +114,43 @@ pub fn summary(stats: &Stats, since_s: i64) -> Result<Vec<Row>, String> {
         .collect())
 }
 
+/// The longest `--since` read: a hundred years (longer is out of range; `all` means everything).
+pub const MAX_SINCE: std::time::Duration = std::time::Duration::from_secs(36_500 * 86_400);
+
 /// `7d`, `12h`, `30m`, `90s` (or any duration `model.keepAlive` reads); `all`: everything.
+/// Longer than [`MAX_SINCE`] is an error, not a panic.
 pub fn parse_since(text: &str) -> Result<Option<std::time::Duration>, String> {
     let t = text.trim().to_ascii_lowercase();
     if t == "all" {
         return Ok(None);
     }
-    if let Some(days) = t.strip_suffix('d') {
-        return days
-            .parse::<f64>()
-            .ok()
-            .filter(|d| d.is_finite() && *d > 0.0)
-            .map(|d| Some(std::time::Duration::from_secs_f64(d * 86_400.0)))
-            .ok_or_else(|| format!("cannot read --since {text:?}: use e.g. 7d, 12h, 30m or all"));
+    let bad = || format!("cannot read --since {text:?}: use e.g. 7d, 12h, 30m or all");
+    let window = if let Some(days) = t.strip_suffix('d') {
+        let days = days.parse::<f64>().ok().filter(|d| d.is_finite() && *d > 0.0).ok_or_else(bad)?;
+        std::time::Duration::try_from_secs_f64(days * 86_400.0).ok()
+    } else {
+        match crate::config::parse_duration(&t) {
+            Ok(Some(d)) => Some(d),
+            Err(e) if e.ends_with("out of range as a duration") => None,
+            _ => return Err(bad()),
+        }
+    };
+    match window {
+        Some(d) if d <= MAX_SINCE => Ok(Some(d)),
+        _ => Err(format!("--since {text:?} is out of range: at most {}d (or all)", MAX_SINCE.as_secs() / 86_400)),
     }
-    match crate::config::parse_duration(&t) {
-        Ok(Some(d)) => Ok(Some(d)),
-        _ => Err(format!("cannot read --since {text:?}: use e.g. 7d, 12h, 30m or all")),
-    }
+}
+
+/// `--since` as clap reads it: the text as given (for the report) and the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Since {
+    pub text: String,
+    pub window: Option<std::time::Duration>,
+}
+
+/// clap's value parser for `--since`: a bad or out-of-range value is a usage error.
+pub fn since_arg(text: &str) -> Result<Since, String> {
+    parse_since(text).map(|window| Since { text: text.to_owned(), window })
 }
 
 fn pct(x: f64) -> String {
@@ -167,21 +186,51 @@ fn print_text(rows: &[Row], since: &str) {
     }
 }
 
+/// `doctor`'s verdict on the statistics: `Ok`, or a warning or failure with what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Health {
+    Ok(String),
+    Warn { detail: String, fix: String },
+    Fail { detail: String, fix: String },
+}
+
+/// What to do about a database that cannot be used.
+fn unusable(path: &std::path::Path, e: &DbError) -> Health {
+    match e {
+        DbError::Busy(m) => Health::Warn {
+            detail: format!("{}: {m} (another process holds a lock)", path.display()),
+            fix: "try again; the server keeps what it shows meanwhile and writes it when the lock goes".into(),
+        },
+        DbError::Fatal(m) => Health::Fail {
+            detail: format!("{}: {m}; the server records no statistics", path.display()),
+            fix: format!(
+                "move {} away or delete it (a new one is made at the next suggestion), or set stats.path to another file, or stats.enabled to false",
+                path.display()
+            ),
+        },
+    }
+}
+
 /// `doctor`'s line: the last 7 days in one sentence (shown, accepted, rate, retained at 5
-/// minutes), or why there is nothing. Makes no database file.
-pub fn doctor_line(settings: &crate::config::StatsConfig) -> String {
+/// minutes), or why there is nothing. Reads only: makes, writes and re-permissions no file. A
+/// file that is not a statistics database fails; one this user cannot write warns (the server
+/// would record nothing).
+pub fn doctor_line(settings: &crate::config::StatsConfig) -> Health {
     if !settings.enabled {
-        return "off (stats.enabled: false): nothing is recorded".into();
+        return Health::Ok("off (stats.enabled: false): nothing is recorded".into());
     }
     let Some(path) = settings.path.clone().or_else(Stats::default_path) else {
-        return "no data directory (HOME, XDG_DATA_HOME unset) and no stats.path: nothing is recorded".into();
+        return Health::Ok("no data directory (HOME, XDG_DATA_HOME unset) and no stats.path: nothing is recorded".into());
     };
-    if !path.exists() {
-        return format!("nothing recorded yet ({})", path.display());
-    }
+    let stats = match Stats::open_read(&path) {
+        Ok(Some(stats)) => stats,
+        Ok(None) => return Health::Ok(format!("nothing recorded yet ({})", path.display())),
+        Err(e) => return unusable(&path, &e),
+    };
     let week = super::now_s() - 7 * 86_400;
-    let figures = Stats::open(&path).and_then(|s| {
-        s.db.query_row(
+    let figures = stats
+        .db
+        .query_row(
             "SELECT COUNT(*), COALESCE(SUM(accepted_chars > 0), 0),
                     SUM(CASE WHEN accepted_chars > 0 AND retained_5m IS NOT NULL THEN retained_5m * accepted_chars END),
                     SUM(CASE WHEN accepted_chars > 0 AND retained_5m IS NOT NULL THEN accepted_chars END)
@@ -189,48 +238,69 @@ pub fn doctor_line(settings: &crate::config::StatsConfig) -> String {
             [week],
             |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<f64>>(2)?, r.get::<_, Option<f64>>(3)?)),
         )
-        .map_err(sql)
-    });
-    match figures {
-        Ok((shown, accepted, kept, of)) => {
-            let rate = if shown > 0 { pct(accepted as f64 / shown as f64) } else { "–".into() };
-            let retained = match (kept, of) {
-                (Some(k), Some(o)) if o > 0.0 => pct(k / o),
-                _ => "–".into(),
-            };
-            format!("last 7 days: {shown} shown, {accepted} accepted ({rate}), retained at 5 min {retained} (`ghostline stats` for more; {})", path.display())
-        }
-        Err(e) => e,
+        .map_err(DbError::from)
+        .and_then(|f| Ok((f, stats.lost_since(week)?)));
+    let ((shown, accepted, kept, of), lost) = match figures {
+        Ok(f) => f,
+        Err(e) => return unusable(&path, &e),
+    };
+    let rate = if shown > 0 { pct(accepted as f64 / shown as f64) } else { "–".into() };
+    let retained = match (kept, of) {
+        (Some(k), Some(o)) if o > 0.0 => pct(k / o),
+        _ => "–".into(),
+    };
+    let lost = if lost > 0 { format!(", {lost} writes lost while the database was locked") } else { String::new() };
+    let detail = format!(
+        "last 7 days: {shown} shown, {accepted} accepted ({rate}), retained at 5 min {retained}{lost} (`ghostline stats` for more; {})",
+        path.display()
+    );
+    // Writable? Opening for writing (no truncation, no write) changes nothing in the file.
+    match std::fs::OpenOptions::new().write(true).open(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Health::Warn {
+            detail: format!("{detail}; but the file is read-only for this user: the server records nothing"),
+            fix: format!("make {} writable (chmod u+w), or set stats.path to another file", path.display()),
+        },
+        _ => Health::Ok(detail),
     }
 }
 
-/// Runs `ghostline stats`.
-pub fn run(since: &str, json: bool, db: Option<PathBuf>) -> ExitCode {
+/// Runs `ghostline stats`: reads the database only (a missing one is "no statistics yet" and
+/// is not made).
+pub fn run(since: &Since, json: bool, db: Option<PathBuf>) -> ExitCode {
     let fail = |m: String| {
         eprintln!("ghostline stats: {m}");
         ExitCode::FAILURE
     };
-    let window = match parse_since(since) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
     let Some(path) = db.or_else(Stats::default_path) else {
         return fail("no data directory: set HOME or XDG_DATA_HOME, or pass --db".into());
     };
-    let rows = if path.exists() {
-        let since_s = window.map_or(0, |w| super::now_s() - w.as_secs() as i64);
-        match Stats::open(&path).and_then(|s| summary(&s, since_s)) {
-            Ok(rows) => rows,
-            Err(e) => return fail(e),
+    let since_s = since.window.map_or(0, |w| (super::now_s() - w.as_secs() as i64).max(0));
+    let read = Stats::open_read(&path).and_then(|stats| match stats {
+        Some(s) => Ok(Some((summary(&s, since_s).map_err(DbError::Fatal)?, s.lost_since(since_s)?))),
+        None => Ok(None),
+    });
+    let (rows, lost, recorded) = match read {
+        Ok(Some((rows, lost))) => (rows, lost, true),
+        Ok(None) => (Vec::new(), 0, false),
+        Err(e) => {
+            return match unusable(&path, &e) {
+                Health::Warn { detail, fix } | Health::Fail { detail, fix } => fail(format!("{detail}\n  fix: {fix}")),
+                Health::Ok(detail) => fail(detail),
+            }
         }
-    } else {
-        Vec::new()
     };
     if json {
-        let out = serde_json::json!({"database": path, "since": since, "rows": rows});
+        let out = serde_json::json!({"database": path, "since": since.text, "rows": rows, "lost": lost});
         println!("{}", serde_json::to_string_pretty(&out).expect("serializable rows"));
     } else {
-        print_text(&rows, since);
+        if recorded {
+            print_text(&rows, &since.text);
+        } else {
+            println!("no statistics yet");
+        }
+        if lost > 0 {
+            println!("{lost} writes (suggestions, accepts, retention checks) were lost while the database stayed locked");
+        }
         eprintln!("({})", path.display());
     }
     ExitCode::SUCCESS
@@ -242,7 +312,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn figures_per_model_and_language_and_no_code_stored() {
+    fn figures_per_model_and_language() {
         let path = std::env::temp_dir().join(format!("ghostline-stats-{}.sqlite", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let stats = Stats::open(&path).unwrap();
@@ -279,12 +349,62 @@ mod tests {
         // Later than everything: nothing.
         assert!(summary(&stats, super::super::now_s() + 10).unwrap().is_empty());
         drop(stats);
-        // The database holds numbers and names of models, languages and routes: never the code
-        // whose retention was measured.
-        let bytes = std::fs::read(&path).unwrap();
-        assert!(!bytes.windows(code.len()).any(|w| w == code.as_bytes()));
-        assert!(bytes.windows(6).any(|w| w == b"python"), "the control: text columns are readable in the file");
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// The code goes in where the server hands it over (the tracker: the suggestion's text, the
+    /// document around it, its file's name, through an accept and both retention checks) and
+    /// none of it comes out in the database's file.
+    #[test]
+    fn no_code_or_file_name_is_stored() {
+        use super::super::track::{Edit, Offer, Tracker};
+        let dir = std::env::temp_dir().join(format!("ghostline-stats-nocode-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("stats.sqlite");
+        let settings = crate::config::StatsConfig {
+            enabled: true,
+            path: Some(path.clone()),
+            retention: [std::time::Duration::from_millis(20), std::time::Duration::from_millis(40)],
+        };
+        let code = "secret_code_marker = compute_the_answer(42)";
+        let uri = "file:///project/confidential_module_name.py";
+        let before = "import os\nvalue = ";
+        let doc = ropey::Rope::from_str(&format!("{before}{code}\n"));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let tracker = Tracker::default();
+        runtime.block_on(async {
+            let offer = Offer {
+                uri: uri.into(),
+                anchor: before.chars().count(),
+                text: code.into(),
+                model: "m".into(),
+                language: "python".into(),
+                route: Route::Model,
+                requested: std::time::Instant::now(),
+            };
+            let id = tracker.shown(&settings, offer).expect("statistics are on");
+            assert!(tracker.accepted(id, None, &doc));
+            // An edit inside the accepted text: the retention checks measure something below 1.
+            let at = before.chars().count() + 7;
+            tracker.edited(uri, &[Edit { start: at, end: at + 4, text: "other_words" }]);
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        });
+        assert_eq!(tracker.flush(std::time::Duration::from_secs(30)).map(|f| f.pending), Some(0));
+        let stats = Stats::open_read(&path).unwrap().unwrap();
+        let rows = summary(&stats, 0).unwrap();
+        assert_eq!((rows.len(), rows[0].accepted_chars), (1, code.chars().count() as u64), "{rows:?}");
+        assert!(rows[0].retained_5m.is_some_and(|r| r > 0.0 && r < 1.0), "both checks recorded: {rows:?}");
+        drop(stats);
+        let mut bytes = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            bytes.extend(std::fs::read(entry.unwrap().path()).unwrap());
+        }
+        let contains = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
+        assert!(contains("python"), "the control: text columns are readable in the file");
+        for needle in ["secret_code_marker", "compute_the_answer", "other_words", "confidential_module_name", "/project/", "import os"] {
+            assert!(!contains(needle), "the database holds {needle:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -309,5 +429,82 @@ mod tests {
         assert_eq!(parse_since("12h").unwrap(), Some(std::time::Duration::from_secs(12 * 3600)));
         assert_eq!(parse_since("all").unwrap(), None);
         assert!(parse_since("soon").is_err() && parse_since("-1d").is_err());
+        assert_eq!(parse_since("36500d").unwrap(), Some(MAX_SINCE));
+        // Out of range: an error that says so, not a panic.
+        for text in ["1e18d", "18446744073709551615s", "36501d", "1e300d", "99999999999999999999h"] {
+            let e = parse_since(text).unwrap_err();
+            assert!(e.contains("out of range"), "{text}: {e}");
+        }
+    }
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("ghostline-stats-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn on(path: &std::path::Path) -> crate::config::StatsConfig {
+        crate::config::StatsConfig { enabled: true, path: Some(path.to_owned()), retention: [std::time::Duration::from_secs(1); 2] }
+    }
+
+    /// Reading makes nothing: a missing file stays missing, an empty one stays empty (and is
+    /// "nothing yet"), a file's permissions stay as they are.
+    #[test]
+    fn reading_writes_nothing() {
+        let dir = temp("read");
+        let missing = dir.join("missing.sqlite");
+        assert!(Stats::open_read(&missing).unwrap().is_none());
+        assert!(doctor_line(&on(&missing)) == Health::Ok(format!("nothing recorded yet ({})", missing.display())));
+        assert!(!missing.exists());
+        let empty = dir.join("empty.sqlite");
+        std::fs::write(&empty, b"").unwrap();
+        assert!(Stats::open_read(&empty).unwrap().is_none());
+        assert!(matches!(doctor_line(&on(&empty)), Health::Ok(_)));
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "an empty file was given a schema");
+        // A database with a row, read-only for everyone.
+        let full = dir.join("full.sqlite");
+        let s = Stats::open(&full).unwrap();
+        s.shown(&Shown { model: "m", language: "python", route: Route::Model, latency_ms: 1.0, chars: 3 }).unwrap();
+        drop(s);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o444)).unwrap();
+            let bytes = std::fs::read(&full).unwrap();
+            let stats = Stats::open_read(&full).unwrap().unwrap();
+            assert_eq!(summary(&stats, 0).unwrap()[0].shown, 1);
+            drop(stats);
+            let _ = doctor_line(&on(&full));
+            assert_eq!(std::fs::metadata(&full).unwrap().permissions().mode() & 0o777, 0o444, "permissions changed by a read");
+            assert_eq!(std::fs::read(&full).unwrap(), bytes);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file that is not a database fails doctor's check, with what to do; a locked one warns.
+    #[test]
+    fn doctor_fails_a_broken_database_and_warns_on_a_locked_one() {
+        let dir = temp("doctor");
+        let bad = dir.join("bad.sqlite");
+        std::fs::write(&bad, "this is not a database, only text that fills a page and more: ".repeat(20)).unwrap();
+        match doctor_line(&on(&bad)) {
+            Health::Fail { detail, fix } => {
+                assert!(detail.contains("not a database") && detail.contains("bad.sqlite"), "{detail}");
+                assert!(fix.contains("delete it"), "{fix}");
+            }
+            other => panic!("a broken database passed: {other:?}"),
+        }
+        let locked = dir.join("locked.sqlite");
+        drop(Stats::open(&locked).unwrap());
+        let holder = rusqlite::Connection::open(&locked).unwrap();
+        holder.execute_batch("BEGIN EXCLUSIVE; INSERT INTO lost VALUES (0, 0);").unwrap();
+        match doctor_line(&on(&locked)) {
+            Health::Warn { detail, .. } => assert!(detail.contains("locked"), "{detail}"),
+            other => panic!("a locked database: {other:?}"),
+        }
+        holder.execute_batch("COMMIT").unwrap();
+        assert!(matches!(doctor_line(&on(&locked)), Health::Ok(_)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

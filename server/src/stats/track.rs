@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use ropey::Rope;
 
-use super::{retained_share, Route, Shown, Stats, Window};
+use super::{retained_share, DbError, Route, Shown, Stats, Window};
 use crate::config::StatsConfig;
 
 /// Suggestions shown that can still be accepted (older ones are forgotten).
@@ -33,6 +33,15 @@ const SEARCH: usize = 4000;
 /// A request that came this soon after the document's last edit was that keystroke's: its
 /// latency counts from the keystroke. Later (asked by hand after a pause): from the request.
 const KEY_WINDOW: Duration = Duration::from_secs(1);
+/// Writes kept in memory while another connection keeps the database locked; past this many
+/// the oldest are dropped and counted (see [`write`]).
+pub const QUEUE: usize = 500;
+/// How often kept writes are tried again while the database is locked.
+const RETRY: Duration = Duration::from_millis(250);
+
+/// How the writing thread tells the user something (the language server: a
+/// `window/showMessage` warning).
+pub type Notify = Arc<dyn Fn(String) + Send + Sync>;
 
 /// One edit of a document, in characters of the text before it: `start..end` became `text`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +125,8 @@ enum Msg {
     Shown { id: u64, path: PathBuf, model: String, language: String, route: Route, latency_ms: f64, chars: usize },
     Accepted { id: u64, chars: usize },
     Retained { id: u64, window: Window, share: f64 },
+    /// Answered once what came before it was written, or kept (tests and `flush`).
+    Flush(mpsc::Sender<Flushed>),
 }
 
 #[derive(Default)]
@@ -126,6 +137,7 @@ struct Inner {
     last_edit: HashMap<String, Instant>,
     writer: Option<mpsc::Sender<Msg>>,
     warned: bool,
+    notify: Option<Notify>,
 }
 
 /// The statistics service. A cheap handle: clones share it.
@@ -133,6 +145,21 @@ struct Inner {
 pub struct Tracker(Arc<Mutex<Inner>>);
 
 impl Tracker {
+    /// A tracker whose writing thread tells the user through `notify` when statistics cannot
+    /// be recorded (once per cause).
+    pub fn with_notify(notify: Notify) -> Tracker {
+        Tracker(Arc::new(Mutex::new(Inner { notify: Some(notify), ..Inner::default() })))
+    }
+
+    /// Waits (at most `timeout`) until the writing thread has handled everything sent before;
+    /// `None`: no thread (nothing was ever sent) or no answer in time.
+    pub fn flush(&self, timeout: Duration) -> Option<Flushed> {
+        let (tx, rx) = mpsc::channel();
+        let writer = self.lock().writer.clone()?;
+        writer.send(Msg::Flush(tx)).ok()?;
+        rx.recv_timeout(timeout).ok()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -255,9 +282,10 @@ impl Tracker {
 
 impl Inner {
     fn send(&mut self, msg: Msg) {
+        let notify = self.notify.clone();
         let writer = self.writer.get_or_insert_with(|| {
             let (tx, rx) = mpsc::channel();
-            let spawned = std::thread::Builder::new().name("ghostline-stats".into()).spawn(move || write(rx));
+            let spawned = std::thread::Builder::new().name("ghostline-stats".into()).spawn(move || write(rx, notify));
             if let Err(e) = spawned {
                 tracing::warn!("statistics are not recorded: cannot start their thread ({e})");
             }
@@ -287,59 +315,175 @@ fn locate(doc: &Rope, anchor: usize, accepted: &str) -> (usize, String) {
 }
 
 /// The writing thread: opens the database at the first row (so that none is made while nothing
-/// is shown), maps the server's ids to rows, and logs what fails.
-fn write(rx: mpsc::Receiver<Msg>) {
-    let mut db: Option<(PathBuf, Stats)> = None;
-    let mut rows: HashMap<u64, i64> = HashMap::new();
-    let mut order: VecDeque<u64> = VecDeque::new();
-    let mut failed = false;
-    let mut report = |what: &str, e: String| {
-        if !std::mem::replace(&mut failed, true) {
-            tracing::warn!("statistics: {what}: {e}");
+/// is shown), maps the server's ids to rows, and keeps what it cannot write yet.
+///
+/// **Nothing is lost silently.** A database another connection keeps locked (past
+/// [`super::BUSY_TIMEOUT`] a statement) is tried again every [`RETRY`], its writes kept in order
+/// meanwhile, at most [`QUEUE`]; past that the oldest are dropped, counted, logged, told to the
+/// user once, and their number recorded (`lost`, which `ghostline stats` and `doctor` report)
+/// once the database can be written again. A database that cannot be used at all (not a
+/// database, read-only) turns statistics off for that file, said once in the log and to the
+/// user ([`Notify`]).
+fn write(rx: mpsc::Receiver<Msg>, notify: Option<Notify>) {
+    let mut w = Writer { notify, ..Writer::default() };
+    let mut flushes: Vec<mpsc::Sender<Flushed>> = Vec::new();
+    loop {
+        let first = if w.queue.is_empty() {
+            match rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => break,
+            }
+        } else {
+            match rx.recv_timeout(RETRY) {
+                Ok(m) => Some(m),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        for msg in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            match msg {
+                Msg::Flush(reply) => flushes.push(reply),
+                msg => w.keep(msg),
+            }
         }
-    };
-    for msg in rx {
+        w.drain();
+        for reply in flushes.drain(..) {
+            let _ = reply.send(Flushed { pending: w.queue.len(), dropped: w.dropped_total });
+        }
+    }
+    w.drain();
+    if !w.queue.is_empty() || w.dropped > 0 {
+        tracing::warn!("statistics: {} writes not recorded at exit (the database stayed locked)", w.queue.len() as u64 + w.dropped);
+    }
+}
+
+/// What the writing thread has not written: for [`Tracker::flush`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flushed {
+    /// Writes kept, waiting for a lock to go.
+    pub pending: usize,
+    /// Writes dropped since the start (past [`QUEUE`]).
+    pub dropped: u64,
+}
+
+#[derive(Default)]
+struct Writer {
+    db: Option<(PathBuf, Stats)>,
+    /// The file that cannot be used (the user was told); its writes are not attempted.
+    broken: Option<PathBuf>,
+    rows: HashMap<u64, i64>,
+    order: VecDeque<u64>,
+    queue: VecDeque<Msg>,
+    /// Dropped writes not yet recorded in the database.
+    dropped: u64,
+    dropped_total: u64,
+    /// The current lock episode was logged; the drops were told to the user.
+    said_busy: bool,
+    told_dropped: bool,
+    notify: Option<Notify>,
+}
+
+impl Writer {
+    fn tell(&self, message: String) {
+        tracing::warn!("{message}");
+        if let Some(notify) = &self.notify {
+            notify(format!("ghostline: {message}"));
+        }
+    }
+
+    /// Queues a write; past [`QUEUE`] the oldest is dropped and counted.
+    fn keep(&mut self, msg: Msg) {
+        self.queue.push_back(msg);
+        if self.queue.len() > QUEUE {
+            self.queue.pop_front();
+            self.dropped += 1;
+            self.dropped_total += 1;
+            if !std::mem::replace(&mut self.told_dropped, true) {
+                let path = self.db.as_ref().map_or_else(String::new, |(p, _)| format!(" {}", p.display()));
+                self.tell(format!(
+                    "statistics: the database{path} stays locked by another process; more than {QUEUE} writes are waiting, the oldest are dropped and counted (`ghostline stats` reports them)"
+                ));
+            }
+        }
+    }
+
+    /// Writes what is queued, in order, until the database is busy.
+    fn drain(&mut self) {
+        while let Some(msg) = self.queue.pop_front() {
+            match self.apply(&msg) {
+                Ok(()) => {}
+                Err(DbError::Busy(e)) => {
+                    self.queue.push_front(msg);
+                    if !std::mem::replace(&mut self.said_busy, true) {
+                        tracing::warn!("statistics: {e}; keeping {} writes and trying again", self.queue.len());
+                    }
+                    return;
+                }
+                // This write cannot be made (the database is open and usable otherwise).
+                Err(DbError::Fatal(e)) => tracing::warn!("statistics: a write failed: {e}"),
+            }
+        }
+        if self.said_busy {
+            tracing::info!("statistics: the database is writable again; the kept writes are recorded");
+            self.said_busy = false;
+        }
+        if self.dropped > 0 {
+            if let Some((path, stats)) = &self.db {
+                match stats.lost(self.dropped) {
+                    Ok(()) => {
+                        tracing::warn!("statistics: {} writes were lost while {} stayed locked", self.dropped, path.display());
+                        self.dropped = 0;
+                        self.told_dropped = false;
+                    }
+                    Err(e) => tracing::debug!("statistics: cannot record the lost writes yet: {e}"),
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, msg: &Msg) -> Result<(), DbError> {
         match msg {
             Msg::Shown { id, path, model, language, route, latency_ms, chars } => {
-                if db.as_ref().map(|(p, _)| p) != Some(&path) {
-                    rows.clear();
-                    order.clear();
-                    db = match Stats::open(&path) {
-                        Ok(stats) => Some((path, stats)),
-                        Err(e) => {
-                            report("cannot open the database", e);
-                            None
-                        }
-                    };
+                if self.broken.as_ref() == Some(path) {
+                    return Ok(());
                 }
-                let Some((_, stats)) = &db else { continue };
-                match stats.shown(&Shown { model: &model, language: &language, route, latency_ms, chars }) {
-                    Ok(row) => {
-                        rows.insert(id, row);
-                        order.push_back(id);
-                        if order.len() > 4 * REGIONS {
-                            if let Some(old) = order.pop_front() {
-                                rows.remove(&old);
-                            }
+                if self.db.as_ref().map(|(p, _)| p) != Some(path) {
+                    self.rows.clear();
+                    self.order.clear();
+                    self.db = None;
+                    match Stats::open(path) {
+                        Ok(stats) => self.db = Some((path.clone(), stats)),
+                        Err(DbError::Busy(e)) => return Err(DbError::Busy(e)),
+                        Err(DbError::Fatal(e)) => {
+                            self.broken = Some(path.clone());
+                            self.tell(format!(
+                                "statistics are off: {} cannot be used ({e}); move it away or delete it (a new one is made at the next suggestion), or set stats.path to another file",
+                                path.display()
+                            ));
+                            return Ok(());
                         }
                     }
-                    Err(e) => report("cannot record a suggestion", e),
                 }
-            }
-            Msg::Accepted { id, chars } => {
-                if let (Some((_, stats)), Some(&row)) = (&db, rows.get(&id)) {
-                    if let Err(e) = stats.accepted(row, chars) {
-                        report("cannot record an accept", e);
+                let Some((_, stats)) = &self.db else { return Ok(()) };
+                let row = stats.shown(&Shown { model, language, route: *route, latency_ms: *latency_ms, chars: *chars })?;
+                self.rows.insert(*id, row);
+                self.order.push_back(*id);
+                if self.order.len() > 4 * REGIONS {
+                    if let Some(old) = self.order.pop_front() {
+                        self.rows.remove(&old);
                     }
                 }
+                Ok(())
             }
-            Msg::Retained { id, window, share } => {
-                if let (Some((_, stats)), Some(&row)) = (&db, rows.get(&id)) {
-                    if let Err(e) = stats.retained(row, window, share) {
-                        report("cannot record retention", e);
-                    }
-                }
-            }
+            Msg::Accepted { id, chars } => match (&self.db, self.rows.get(id)) {
+                (Some((_, stats)), Some(&row)) => stats.accepted(row, *chars),
+                _ => Ok(()),
+            },
+            Msg::Retained { id, window, share } => match (&self.db, self.rows.get(id)) {
+                (Some((_, stats)), Some(&row)) => stats.retained(row, *window, *share),
+                _ => Ok(()),
+            },
+            Msg::Flush(_) => Ok(()),
         }
     }
 }
@@ -401,24 +545,138 @@ mod tests {
         assert_eq!(r.now, "sqrt(2) + 1");
     }
 
-    #[test]
-    fn statistics_off_records_nothing_and_makes_no_file() {
-        let path = std::env::temp_dir().join(format!("ghostline-track-off-{}.sqlite", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let settings = StatsConfig { enabled: false, path: Some(path.clone()), retention: [Duration::from_millis(1); 2] };
-        let tracker = Tracker::default();
-        let offer = Offer {
+    fn offer(text: &str) -> Offer {
+        Offer {
             uri: "file:///a.py".into(),
             anchor: 0,
-            text: "x".into(),
+            text: text.into(),
             model: "m".into(),
             language: "python".into(),
             route: Route::Model,
             requested: Instant::now(),
-        };
-        assert_eq!(tracker.shown(&settings, offer), None);
+        }
+    }
+
+    fn settings(enabled: bool, path: &std::path::Path) -> StatsConfig {
+        StatsConfig { enabled, path: Some(path.to_owned()), retention: [Duration::from_secs(60); 2] }
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ghostline-track-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    const WAIT: Duration = Duration::from_secs(60);
+
+    fn rows(path: &std::path::Path) -> i64 {
+        Stats::open_read(path).unwrap().map_or(0, |s| s.count().unwrap())
+    }
+
+    /// Off: no id, nothing sent, no file; the same tracker switched on records (the control:
+    /// the flush waits for the writing thread, so a write would have been seen).
+    #[test]
+    fn statistics_off_records_nothing_and_makes_no_file() {
+        let dir = temp("off");
+        let path = dir.join("stats.sqlite");
+        let tracker = Tracker::default();
+        assert_eq!(tracker.shown(&settings(false, &path), offer("x")), None);
         assert!(!tracker.accepted(1, None, &Rope::from_str("x")));
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(!path.exists());
+        let on = tracker.shown(&settings(true, &dir.join("on.sqlite")), offer("y")).expect("on: an id");
+        assert_eq!(tracker.flush(WAIT).map(|f| f.pending), Some(0));
+        assert_eq!(tracker.shown(&settings(false, &path), offer("z")), None);
+        assert_eq!(tracker.flush(WAIT).map(|f| f.pending), Some(0));
+        assert!(!path.exists(), "statistics off made the file");
+        assert_eq!(rows(&dir.join("on.sqlite")), 1, "the control: on records ({on})");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file that is not a database: statistics are off for it, and the user is told once,
+    /// with the file and what to do; the file is left as it was.
+    #[test]
+    fn a_broken_database_is_told_to_the_user_once() {
+        let dir = temp("broken");
+        let path = dir.join("stats.sqlite");
+        let junk = "not a database at all, only text: ".repeat(200);
+        std::fs::write(&path, &junk).unwrap();
+        let told = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = told.clone();
+        let tracker = Tracker::with_notify(Arc::new(move |m| sink.lock().unwrap().push(m)));
+        for text in ["a", "b", "c"] {
+            tracker.shown(&settings(true, &path), offer(text));
+        }
+        assert_eq!(tracker.flush(WAIT).map(|f| f.pending), Some(0));
+        let told = told.lock().unwrap().clone();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].contains("statistics are off") && told[0].contains(&path.display().to_string()) && told[0].contains("delete it"), "{told:?}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), junk);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Another connection holds `BEGIN EXCLUSIVE`: what is shown meanwhile is kept and written
+    /// once the lock goes, accepts included; nothing is told (nothing was lost).
+    #[test]
+    fn writes_wait_for_a_lock_and_none_is_lost() {
+        let dir = temp("locked");
+        let path = dir.join("stats.sqlite");
+        drop(Stats::open(&path).unwrap());
+        let told = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = told.clone();
+        let tracker = Tracker::with_notify(Arc::new(move |m| sink.lock().unwrap().push(m)));
+        let holder = rusqlite::Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let doc = Rope::from_str("abc");
+        // `accepted` times its retention checks on the runtime (60 s: not reached here).
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let _entered = runtime.enter();
+        for _ in 0..7 {
+            let id = tracker.shown(&settings(true, &path), offer("abc")).unwrap();
+            assert!(tracker.accepted(id, None, &doc));
+        }
+        let kept = tracker.flush(WAIT).unwrap();
+        assert_eq!(kept, Flushed { pending: 14, dropped: 0 }, "7 suggestions and 7 accepts kept");
+        holder.execute_batch("COMMIT").unwrap();
+        // The writing thread tries again by itself every RETRY.
+        let deadline = Instant::now() + WAIT;
+        while rows(&path) < 7 && Instant::now() < deadline {
+            std::thread::sleep(RETRY);
+        }
+        assert_eq!(tracker.flush(WAIT).unwrap(), Flushed { pending: 0, dropped: 0 });
+        let stats = Stats::open_read(&path).unwrap().unwrap();
+        let summary = super::super::report::summary(&stats, 0).unwrap();
+        assert_eq!((summary[0].shown, summary[0].accepted), (7, 7));
+        assert!(told.lock().unwrap().is_empty(), "{:?}", told.lock().unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Past the bound the oldest writes are dropped: counted, told once, and recorded in the
+    /// database once it can be written (`ghostline stats` reports them).
+    #[test]
+    fn writes_past_the_bound_are_counted_and_told() {
+        let dir = temp("bound");
+        let path = dir.join("stats.sqlite");
+        drop(Stats::open(&path).unwrap());
+        let told = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = told.clone();
+        let tracker = Tracker::with_notify(Arc::new(move |m| sink.lock().unwrap().push(m)));
+        let holder = rusqlite::Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        for _ in 0..QUEUE + 5 {
+            tracker.shown(&settings(true, &path), offer("x"));
+        }
+        assert_eq!(tracker.flush(WAIT).unwrap(), Flushed { pending: QUEUE, dropped: 5 });
+        holder.execute_batch("COMMIT").unwrap();
+        drop(holder);
+        let deadline = Instant::now() + WAIT;
+        while tracker.flush(WAIT).is_some_and(|f| f.pending > 0) && Instant::now() < deadline {
+            std::thread::sleep(RETRY);
+        }
+        let stats = Stats::open_read(&path).unwrap().unwrap();
+        assert_eq!((stats.count().unwrap(), stats.lost_since(0).unwrap()), (QUEUE as i64, 5));
+        let told = told.lock().unwrap().clone();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].contains("locked") && told[0].contains("dropped"), "{told:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
