@@ -312,3 +312,40 @@ fn a_content_host_that_sends_more_than_announced_is_refused_and_nothing_is_kept(
     assert!(!env.repo_dir().join("snapshots").exists());
     std::fs::remove_dir_all(&env.dir).unwrap();
 }
+
+#[test]
+fn doctor_names_the_model_recommend_picks_and_says_what_it_does_to_the_context() {
+    let hub = FakeHub::start(&[(REPO, FILE)]);
+    let env = Env::new("pull-doctor", &hub);
+    // No model anywhere: the failing check names the model `--recommend` picks, quantisation
+    // and all (one source: the catalog's pick).
+    let rec = env.run(&["doctor", "--recommend", "--json", "--memory-budget-mb", "4096"]);
+    assert!(rec.status.success(), "{}", text(&rec.stderr));
+    let rec: Value = serde_json::from_slice(&rec.stdout).unwrap();
+    let (name, quant) = (rec["name"].as_str().unwrap(), rec["quant"].as_str().unwrap());
+    let doctor = env.run(&["doctor", "--json", "--no-load", "--memory-budget-mb", "4096"]);
+    assert!(!doctor.status.success());
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap_or_else(|_| panic!("{}", text(&doctor.stderr)));
+    let model = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "model").unwrap();
+    assert_eq!(model["level"], "fail", "{model}");
+    let fix = model["fix"].as_str().unwrap();
+    assert!(fix.contains(&format!("ghostline pull {name}")) && fix.contains(quant) && !fix.contains("Q4_K_M"), "{fix} (recommended {name} {quant})");
+
+    // A context over the models' trained 32768 tokens is capped, and the reasons say so.
+    let capped = env.run(&["doctor", "--recommend", "--context-size", "100000", "--memory-budget-mb", "65536"]);
+    let said = text(&capped.stdout);
+    assert!(capped.status.success(), "{}", text(&capped.stderr));
+    assert!(said.contains("100000 tokens, is capped to the 32768 tokens the model was trained on"), "{said}");
+    // One too small is refused (it used to become 4096 without a word).
+    for args in [vec!["--context-size", "0"], vec!["--context-size", "100"]] {
+        let mut all = vec!["doctor", "--recommend"];
+        all.extend(args.iter().copied());
+        let out = env.run(&all);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(&format!("--context-size {} is below the smallest context", args[1])) && err.contains("256"), "{err}");
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    }
+    assert!(hub.seen.lock().unwrap().is_empty(), "doctor contacted the Hub");
+    std::fs::remove_dir_all(&env.dir).unwrap();
+}
