@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+ensure_build_prerequisites   # before anything is fetched or built
 
 export GHOSTLINE_MODEL
 GHOSTLINE_MODEL="$(scripts/fetch-model.sh)"

@@ -212,10 +212,21 @@ pub fn run(opts: &DoctorOptions) -> Report {
         None => checks.fail(
             "model",
             "no model configured, and none found in the usual places (see `ghostline models`)",
-            format!(
-                "set model.path in the editor settings or {} to a GGUF file, e.g. a FIM coder model such as Qwen2.5-Coder-1.5B (Q4_K_M)",
-                config::MODEL_ENV
-            ),
+            // The model named is `--recommend`'s pick (and the first run's offer), not a
+            // second opinion.
+            match crate::pull::first_run::recommended(&config) {
+                Some(k) => format!(
+                    "run `ghostline pull {}` ({} {}, the model `ghostline doctor --recommend` picks for this machine), or set model.path in the editor settings or {} to a GGUF file",
+                    k.name,
+                    k.repo,
+                    k.quant,
+                    config::MODEL_ENV
+                ),
+                None => format!(
+                    "set model.path in the editor settings or {} to a GGUF file; no known model fits the memory budget (`ghostline doctor --recommend` says what each needs)",
+                    config::MODEL_ENV
+                ),
+            },
         ),
         Some(path) => {
             let source = if opts.model.is_some() {

@@ -3,7 +3,8 @@
 //! Used by `ghostline demo` and by the end-to-end tests to drive the real binary the way an
 //! editor does. Server-to-client requests (`window/workDoneProgress/create`, …) are answered
 //! with `null` (`workspace/applyEdit` with `{"applied": true}`; `window/showMessageRequest` with
-//! the action chosen by [`StdioClient::answer_message_requests`], if any) so the server never
+//! the action chosen by [`StdioClient::answer_message_requests`], if any, unless
+//! [`StdioClient::message_requests`] says to ignore them or fail them) so the server never
 //! waits on us.
 
 use std::io::{BufRead, BufReader, Write};
@@ -28,6 +29,20 @@ pub struct StdioClient {
     /// The start of the action title `window/showMessageRequest` is answered with (`None`: the
     /// user dismissed it).
     message_answer: Arc<Mutex<Option<String>>>,
+    /// Whether `window/showMessageRequest` is answered at all, and how.
+    message_requests: Arc<Mutex<MessageRequests>>,
+}
+
+/// How `window/showMessageRequest` is answered ([`StdioClient::message_requests`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum MessageRequests {
+    /// With the action [`StdioClient::answer_message_requests`] chose (the default).
+    #[default]
+    Answer,
+    /// Never: a client that does not show the question, or shows it and never replies.
+    Ignore,
+    /// With this JSON-RPC error (`-32601`: MethodNotFound, a client that cannot ask).
+    Fail(i64, String),
 }
 
 fn write_message(out: &mut impl Write, message: &Value) -> std::io::Result<()> {
@@ -75,10 +90,16 @@ impl StdioClient {
         let accept = Arc::clone(&accept_edits);
         let message_answer: Arc<Mutex<Option<String>>> = Arc::default();
         let pick = Arc::clone(&message_answer);
+        let message_requests: Arc<Mutex<MessageRequests>> = Arc::default();
+        let how = Arc::clone(&message_requests);
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             while let Some(message) = read_message(&mut reader) {
-                if message.get("method").is_some() && message.get("id").is_some() {
+                let how = if message["method"] == "window/showMessageRequest" { how.lock().unwrap().clone() } else { MessageRequests::Answer };
+                if let (MessageRequests::Fail(code, text), Some(id)) = (&how, message.get("id")) {
+                    let reply = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}});
+                    let _ = write_message(&mut *answer.lock().unwrap(), &reply);
+                } else if how != MessageRequests::Ignore && message.get("method").is_some() && message.get("id").is_some() {
                     // An edit is accepted (the request stays in `notifications` for tests to read).
                     let result = match message["method"].as_str() {
                         Some("workspace/applyEdit") if accept.load(std::sync::atomic::Ordering::SeqCst) => json!({"applied": true}),
@@ -99,7 +120,7 @@ impl StdioClient {
                 }
             }
         });
-        Ok(StdioClient { child, stdin, incoming, next_id: 0, responses: Vec::new(), notifications: Vec::new(), accept_edits, message_answer })
+        Ok(StdioClient { child, stdin, incoming, next_id: 0, responses: Vec::new(), notifications: Vec::new(), accept_edits, message_answer, message_requests })
     }
 
     /// From now on, answer `workspace/applyEdit` with `applied: accept` (an editor that refuses
@@ -112,6 +133,11 @@ impl StdioClient {
     /// with `prefix` (`None`, the default: dismissed, as an editor's closed notification).
     pub fn answer_message_requests(&self, prefix: Option<&str>) {
         *self.message_answer.lock().unwrap() = prefix.map(str::to_owned);
+    }
+
+    /// From now on, answer `window/showMessageRequest` as `how` says.
+    pub fn message_requests(&self, how: MessageRequests) {
+        *self.message_requests.lock().unwrap() = how;
     }
 
     /// Waits for the server process to end on its own (after `exit`, or when its input closes).

@@ -107,11 +107,26 @@ fn clean_pull_lands_in_the_hub_cache_and_is_found_and_loaded() {
     assert!(gets.iter().all(|g| !g.headers.contains_key("authorization")), "token sent to the content host: {gets:?}");
     assert!(gets[0].path.contains("signed=1"), "the content came from the redirect's Location: {}", gets[0].path);
 
-    // A second pull finds it in the cache: no download.
+    // A second pull finds it in the cache and checks its sha256: no download.
     let again = env.run(&["pull", REPO, "--file", FILE]);
     assert!(again.status.success(), "{}", text(&again.stderr));
-    assert!(text(&again.stderr).contains("already in the cache"), "{}", text(&again.stderr));
+    let said = text(&again.stderr);
+    assert!(said.contains("already in the cache") && said.contains(&format!("sha256 {} checked", hub.sha256)), "{said}");
     assert_eq!(hub.seen("cdn", "GET").len(), 1);
+
+    // One byte of the cached blob flipped (its size unchanged): the next pull sees the damage,
+    // deletes the blob and downloads it again.
+    let blob = env.repo_dir().join("blobs").join(&hub.sha256);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    std::fs::write(&blob, &bytes).unwrap();
+    let repaired = env.run(&["pull", REPO, "--file", FILE]);
+    assert!(repaired.status.success(), "{}", text(&repaired.stderr));
+    let said = text(&repaired.stderr);
+    assert!(!said.contains("already in the cache") && said.contains("damaged") && said.contains("downloaded again"), "{said}");
+    assert_eq!(hub.seen("cdn", "GET").len(), 2, "the damaged blob was not downloaded again");
+    assert_in_cache(&env, &hub, &text(&repaired.stdout));
 
     // `ghostline models` lists it first, and with no model configured doctor discovers and
     // loads it.
@@ -222,5 +237,115 @@ fn offline_mode_refuses_and_opens_no_socket() {
     }
     assert!(hub.seen.lock().unwrap().is_empty(), "the Hub was contacted");
     assert!(!Path::new(&env.cache).exists(), "offline pull wrote to the cache");
+    std::fs::remove_dir_all(&env.dir).unwrap();
+}
+
+#[test]
+fn refusals_of_the_hub_fail_clearly_and_download_nothing() {
+    for (status, says) in [(401, "access denied"), (403, "access denied"), (404, "no file")] {
+        let hub = FakeHub::start(&[(REPO, FILE)]);
+        hub.behaviour.lock().unwrap().hub_status = Some(status);
+        let env = Env::new(&format!("pull-{status}"), &hub);
+        let out = env.run(&["pull", REPO, "--file", FILE]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{status}: {err}");
+        assert!(err.contains(says) && err.contains(&status.to_string()) && !err.contains("panicked"), "{status}: {err}");
+        if status != 404 {
+            assert!(err.contains("HF_TOKEN"), "{status}: {err}");
+        }
+        assert!(hub.seen("cdn", "GET").is_empty(), "{status}: downloaded anyway");
+        assert_eq!(blobs(&env), Vec::<String>::new(), "{status}");
+        std::fs::remove_dir_all(&env.dir).unwrap();
+    }
+}
+
+#[test]
+fn of_several_gguf_files_the_q4_k_m_one_is_chosen_else_the_user_is_asked_to_name_one() {
+    let hub = FakeHub::start(&[(REPO, "m-Q8_0.gguf"), (REPO, "m-Q4_K_M.gguf"), (REPO, "mmproj-m-f16.gguf")]);
+    let env = Env::new("pull-several", &hub);
+    let out = env.run(&["pull", REPO]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).trim().ends_with(&format!("snapshots/{COMMIT}/m-Q4_K_M.gguf")), "{}", text(&out.stdout));
+    assert_eq!(hub.seen("hub", "HEAD").iter().map(|h| h.path.clone()).collect::<Vec<_>>(), [format!("/{REPO}/resolve/main/m-Q4_K_M.gguf")]);
+    std::fs::remove_dir_all(&env.dir).unwrap();
+
+    let hub = FakeHub::start(&[(REPO, "m-Q8_0.gguf"), (REPO, "m-Q6_K.gguf")]);
+    let env = Env::new("pull-several-ask", &hub);
+    let out = env.run(&["pull", REPO]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("2 GGUF files") && err.contains("--file") && err.contains("m-Q8_0.gguf") && err.contains("m-Q6_K.gguf"), "{err}");
+    assert!(hub.seen("hub", "HEAD").is_empty() && hub.seen("cdn", "GET").is_empty());
+    std::fs::remove_dir_all(&env.dir).unwrap();
+}
+
+#[test]
+fn a_content_host_that_ignores_range_is_read_again_from_the_start() {
+    let hub = FakeHub::start(&[(REPO, FILE)]);
+    let half = hub.body.len() as u64 / 2;
+    {
+        let mut b = hub.behaviour.lock().unwrap();
+        b.cut_at = Some((half, 1));
+        b.ignore_range = true;
+    }
+    let env = Env::new("pull-no-range", &hub);
+    let out = env.run(&["pull", REPO, "--file", FILE]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The resume asked for a range, got the whole file, and kept it whole and right.
+    let gets = hub.seen("cdn", "GET");
+    assert_eq!(gets.len(), 2, "{gets:?}");
+    assert!(gets[1].headers.get("range").is_some_and(|r| r.starts_with("bytes=")), "{gets:?}");
+    assert_in_cache(&env, &hub, &text(&out.stdout));
+    std::fs::remove_dir_all(&env.dir).unwrap();
+}
+
+#[test]
+fn a_content_host_that_sends_more_than_announced_is_refused_and_nothing_is_kept() {
+    let hub = FakeHub::start(&[(REPO, FILE)]);
+    hub.behaviour.lock().unwrap().extra_bytes = 4096;
+    let env = Env::new("pull-too-long", &hub);
+    let out = env.run(&["pull", REPO, "--file", FILE]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("sent more than the") && err.contains("nothing was kept"), "{err}");
+    assert_eq!(blobs(&env), Vec::<String>::new(), "nothing may be left behind");
+    assert!(!env.repo_dir().join("snapshots").exists());
+    std::fs::remove_dir_all(&env.dir).unwrap();
+}
+
+#[test]
+fn doctor_names_the_model_recommend_picks_and_says_what_it_does_to_the_context() {
+    let hub = FakeHub::start(&[(REPO, FILE)]);
+    let env = Env::new("pull-doctor", &hub);
+    // No model anywhere: the failing check names the model `--recommend` picks, quantisation
+    // and all (one source: the catalog's pick).
+    let rec = env.run(&["doctor", "--recommend", "--json", "--memory-budget-mb", "4096"]);
+    assert!(rec.status.success(), "{}", text(&rec.stderr));
+    let rec: Value = serde_json::from_slice(&rec.stdout).unwrap();
+    let (name, quant) = (rec["name"].as_str().unwrap(), rec["quant"].as_str().unwrap());
+    let doctor = env.run(&["doctor", "--json", "--no-load", "--memory-budget-mb", "4096"]);
+    assert!(!doctor.status.success());
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap_or_else(|_| panic!("{}", text(&doctor.stderr)));
+    let model = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "model").unwrap();
+    assert_eq!(model["level"], "fail", "{model}");
+    let fix = model["fix"].as_str().unwrap();
+    assert!(fix.contains(&format!("ghostline pull {name}")) && fix.contains(quant) && !fix.contains("Q4_K_M"), "{fix} (recommended {name} {quant})");
+
+    // A context over the models' trained 32768 tokens is capped, and the reasons say so.
+    let capped = env.run(&["doctor", "--recommend", "--context-size", "100000", "--memory-budget-mb", "65536"]);
+    let said = text(&capped.stdout);
+    assert!(capped.status.success(), "{}", text(&capped.stderr));
+    assert!(said.contains("100000 tokens, is capped to the 32768 tokens the model was trained on"), "{said}");
+    // One too small is refused (it used to become 4096 without a word).
+    for args in [vec!["--context-size", "0"], vec!["--context-size", "100"]] {
+        let mut all = vec!["doctor", "--recommend"];
+        all.extend(args.iter().copied());
+        let out = env.run(&all);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(&format!("--context-size {} is below the smallest context", args[1])) && err.contains("256"), "{err}");
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    }
+    assert!(hub.seen.lock().unwrap().is_empty(), "doctor contacted the Hub");
     std::fs::remove_dir_all(&env.dir).unwrap();
 }

@@ -22,6 +22,10 @@ static ASKED: AtomicBool = AtomicBool::new(false);
 
 pub const CHOOSE: &str = "Choose a file…";
 pub const NOT_NOW: &str = "Not now";
+/// How long the question may stay unanswered before a message says how else to get a model
+/// (a client may never answer it); a later answer is still followed. `GHOSTLINE_QUESTION_WAIT_MS`
+/// shortens it for the tests.
+const QUESTION_WAIT: Duration = Duration::from_secs(30);
 /// How often `$/progress` reports (or, without it, log lines) follow the download.
 const REPORT_EVERY: Duration = Duration::from_millis(250);
 const LOG_EVERY: Duration = Duration::from_secs(5);
@@ -67,20 +71,49 @@ impl Task {
         let offer = first_run::offer(&config).await;
         let message = match &offer {
             Some(o) => format!(
-                "ghostline: no model configured, and none found on this machine. Download {} ({}, {}) from the Hugging Face Hub? It is the model recommended for this machine (`ghostline doctor --recommend` says why).",
-                o.known.name, o.known.repo, first_run::size_text(o.size)
+                "ghostline: no model configured, and none found on this machine. Download {} ({}, {}) from the Hugging Face Hub? It is the model recommended for this machine (`ghostline doctor --recommend` says why). {}",
+                o.known.name,
+                o.known.repo,
+                first_run::size_text(o.size),
+                if o.size_from_hub {
+                    "To show its size, ghostline asked the Hub for this file's metadata (one HEAD request, no code or other data); nothing is downloaded unless you choose Download."
+                } else {
+                    "Its size is the catalog's estimate (the Hub did not answer the size lookup); nothing is downloaded unless you choose Download."
+                }
             ),
             None => "ghostline: no model configured, none found on this machine, and none of the known models fits the memory budget (model.memoryBudgetMb). Choose a GGUF file?".to_owned(),
         };
         let mut actions: Vec<MessageActionItem> = offer.iter().map(|o| action(&o.title())).collect();
         actions.extend([action(CHOOSE), action(NOT_NOW)]);
-        let answer = self.client.show_message_request(MessageType::Info, message, Some(actions)).await;
+        let answer = {
+            let client = self.client.clone();
+            let question = client.show_message_request(MessageType::Info, message, Some(actions));
+            tokio::pin!(question);
+            tokio::select! {
+                answer = &mut question => answer,
+                () = tokio::time::sleep(question_wait()) => {
+                    // Some clients never answer (or never show) the question: say it plainly,
+                    // and still follow an answer that comes later.
+                    let message = format!("ghostline: no model, and the download question got no answer: completions are off. {}", fix(offer.as_ref()));
+                    tracing::warn!("{message}");
+                    self.client.show_message(MessageType::Warning, message).await;
+                    question.await
+                }
+            }
+        };
         let title = match answer {
             Ok(Some(item)) => item.title,
             Ok(None) => String::new(),
             Err(e) => {
-                tracing::warn!("the first-run question got no answer: {}", e.message);
-                String::new()
+                // The client cannot ask (MethodNotFound, …): a message instead of the question.
+                let message = format!(
+                    "ghostline: no model configured and none found; this editor could not show the download question ({}): completions are off. {}",
+                    e.message,
+                    fix(offer.as_ref())
+                );
+                tracing::warn!("{message}");
+                self.client.show_message(MessageType::Warning, message).await;
+                return;
             }
         };
         match offer {
@@ -132,7 +165,7 @@ impl Task {
                     p.finish_with_message("failed").await;
                 }
                 tracing::error!("first run: {e}");
-                let message = format!("ghostline: {} was not downloaded: {e}", offer.known.name);
+                let message = format!("ghostline: {} was not downloaded: {e}. {}", offer.known.name, fix(Some(&offer)));
                 self.client.show_message(MessageType::Error, message).await;
                 return;
             }
@@ -156,6 +189,21 @@ impl Task {
         lock(&self.state).config = config;
         super::model::start_model_in(&self.client, &self.state, self.caps, true);
     }
+}
+
+/// What is missing is a model; the one command (or setting) that gets one.
+fn fix(offer: Option<&Offer>) -> String {
+    match offer {
+        Some(o) => format!(
+            "To get it: run `ghostline pull {}` in a terminal (it resumes an interrupted download), then restart the language server; or set model.path to a GGUF file",
+            o.known.name
+        ),
+        None => "To get one: set model.path to a GGUF file (no known model fits model.memoryBudgetMb; `ghostline doctor --recommend` says what each needs)".to_owned(),
+    }
+}
+
+fn question_wait() -> Duration {
+    std::env::var("GHOSTLINE_QUESTION_WAIT_MS").ok().and_then(|v| v.parse().ok()).map_or(QUESTION_WAIT, Duration::from_millis)
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {

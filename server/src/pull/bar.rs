@@ -71,6 +71,8 @@ fn report(p: &Pulled, opts: &PullOptions, context_size: u32) {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let how = if p.fetched == 0 {
         "already in the cache".to_string()
+    } else if p.replaced_damaged {
+        format!("the cached copy was damaged (its sha256 did not match): deleted and downloaded again, {:.1} MiB", mib(p.fetched))
     } else if p.resumed_from > 0 {
         format!("downloaded {:.1} MiB, resumed after {:.1} MiB", mib(p.fetched), mib(p.resumed_from))
     } else {

@@ -55,13 +55,19 @@ pub fn recommended(config: &Config) -> Option<&'static Known> {
 }
 
 /// The offer for this machine: the recommended model, its size asked of the Hub (`HEAD`, a few
-/// seconds at most; the catalog's estimate otherwise). `None` offline or when nothing fits.
+/// seconds at most; the catalog's estimate otherwise). `None` offline or when nothing fits —
+/// and then nothing is sent. The question says that this one request was made.
 pub async fn offer(config: &Config) -> Option<Offer> {
+    offer_from(config, Hub::from_env()).await
+}
+
+/// [`offer`] with the Hub given (`Err`: no usable endpoint; the catalog's estimate is used).
+pub async fn offer_from(config: &Config, hub: Result<Hub, String>) -> Option<Offer> {
     if !may_download(config) {
         return None;
     }
     let known = recommended(config)?;
-    let from_hub = match Hub::from_env() {
+    let from_hub = match hub {
         Ok(hub) => match tokio::time::timeout(SIZE_TIMEOUT, hub.file_meta(known.repo, "main", known.file)).await {
             Ok(Ok(meta)) => Some(meta.size),
             Ok(Err(e)) => {

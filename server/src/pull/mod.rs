@@ -56,6 +56,9 @@ pub struct Pulled {
     pub fetched: u64,
     /// Where this run started from (a resumed download: the bytes an earlier run left).
     pub resumed_from: u64,
+    /// The cache held a blob of the right size whose sha256 did not match: it was deleted and
+    /// downloaded again.
+    pub replaced_damaged: bool,
 }
 
 /// Told how the download goes (a progress bar on a terminal; `$/progress` in an editor).
@@ -149,7 +152,9 @@ pub async fn pull(opts: &PullOptions, progress: &dyn Progress) -> Result<Pulled,
     tracing::info!(repo = %repo, file = %file, commit = %meta.commit, size = meta.size, "resolved on the Hub");
     let dir = RepoDir::new(&cache, &repo);
     let blob = dir.blob(&meta.sha256);
-    let in_cache = std::fs::metadata(&blob).is_ok_and(|m| m.len() == meta.size);
+    // A blob of the right size is only a candidate: its sha256 is checked below, before it is
+    // reported as in the cache.
+    let mut in_cache = std::fs::metadata(&blob).is_ok_and(|m| m.len() == meta.size);
 
     let (budget, source) = memory::budget(opts.memory_budget_mb);
     if meta.size > budget {
@@ -159,6 +164,18 @@ pub async fn pull(opts: &PullOptions, progress: &dyn Progress) -> Result<Pulled,
             budget as f64 / MIB,
             describe_budget(&source)
         ));
+    }
+    let mut replaced_damaged = false;
+    if in_cache {
+        let got = sha256_of(&blob)?;
+        if got != meta.sha256 {
+            // Damaged in place (a disk error, an edit): it can never become right, so it goes,
+            // and the file is downloaded again.
+            tracing::warn!("{}: the cached blob has sha256 {got}, the Hub gives {}; downloading it again", blob.display(), meta.sha256);
+            std::fs::remove_file(&blob).map_err(|e| format!("the cached {} is damaged and cannot be removed: {e}", blob.display()))?;
+            in_cache = false;
+            replaced_damaged = true;
+        }
     }
     let _lock = if in_cache { None } else { Some(lock(&dir, &meta.sha256)?) };
     let incomplete = dir.incomplete(&meta.sha256);
@@ -182,7 +199,7 @@ pub async fn pull(opts: &PullOptions, progress: &dyn Progress) -> Result<Pulled,
     let path = dir
         .link(&meta.commit, &file, &meta.sha256, &revision)
         .map_err(|e| format!("cannot link the snapshot in {}: {e}", dir.0.display()))?;
-    Ok(Pulled { path, repo, file, commit: meta.commit, sha256: meta.sha256, size: meta.size, fetched, resumed_from: have })
+    Ok(Pulled { path, repo, file, commit: meta.commit, sha256: meta.sha256, size: meta.size, fetched, resumed_from: have, replaced_damaged })
 }
 
 pub(crate) fn describe_budget(source: &memory::BudgetSource) -> String {
@@ -295,19 +312,24 @@ async fn download(hub: &Hub, meta: &FileMeta, incomplete: &std::path::Path, file
     Ok(fetched)
 }
 
-/// Checks the download's sha256; a mismatch deletes it.
-fn verify(incomplete: &std::path::Path, expected: &str) -> Result<(), String> {
-    let mut f = std::fs::File::open(incomplete).map_err(|e| format!("cannot read {}: {e}", incomplete.display()))?;
+/// The sha256 of a file, lower-case hex.
+fn sha256_of(path: &std::path::Path) -> Result<String, String> {
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = f.read(&mut buf).map_err(|e| format!("cannot read {}: {e}", incomplete.display()))?;
+        let n = f.read(&mut buf).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
     }
-    let got: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Checks the download's sha256; a mismatch deletes it.
+fn verify(incomplete: &std::path::Path, expected: &str) -> Result<(), String> {
+    let got = sha256_of(incomplete)?;
     if got != expected {
         let _ = std::fs::remove_file(incomplete);
         return Err(format!(

@@ -97,8 +97,13 @@ pub fn recommend(budget: (u64, BudgetSource), context_size: u32, batch_size: u32
     r.file = Some(k.file);
     r.quant = Some(k.quant);
     let mut line = arithmetic(k, plan);
-    if plan.limited_by == Limit::Budget {
-        line.push_str(&format!(" (the budget cuts the context from {context_size} to {} tokens)", plan.n_ctx));
+    match plan.limited_by {
+        Limit::Budget => line.push_str(&format!(" (the budget cuts the context from {context_size} to {} tokens)", plan.n_ctx)),
+        Limit::Trained => line.push_str(&format!(
+            " (the context asked for, {context_size} tokens, is capped to the {} tokens the model was trained on)",
+            plan.n_ctx
+        )),
+        Limit::ContextSize => {}
     }
     r.why.push(line);
     r.why.push(format!("the same file as llama.cpp's {} preset", k.preset));
@@ -155,6 +160,24 @@ pub fn print_text(r: &Recommendation) {
     }
 }
 
+/// A context size below [`memory::MIN_CONTEXT`] is refused, not quietly replaced by the
+/// default (which the settings' resolution would do).
+fn check_context_size(flag: Option<u32>, setting: Option<u32>) -> Result<(), String> {
+    let (n, source) = match (flag, setting) {
+        (Some(n), _) => (n, "--context-size"),
+        (None, Some(n)) => (n, "model.contextSize in --settings"),
+        (None, None) => return Ok(()),
+    };
+    if n < memory::MIN_CONTEXT {
+        return Err(format!(
+            "{source} {n} is below the smallest context ghostline runs with ({} tokens); give at least {}, or leave it out for the default (4096)",
+            memory::MIN_CONTEXT,
+            memory::MIN_CONTEXT
+        ));
+    }
+    Ok(())
+}
+
 /// `ghostline doctor --recommend`: the budget and context from the settings file and the
 /// overrides, the backend this build runs on.
 pub fn run(settings: Option<&std::path::Path>, memory_budget_mb: Option<u64>, context_size: Option<u32>, json: bool) -> std::process::ExitCode {
@@ -169,6 +192,10 @@ pub fn run(settings: Option<&std::path::Path>, memory_budget_mb: Option<u64>, co
         }
     }
     options.model.memory_budget_mb = memory_budget_mb.or(options.model.memory_budget_mb);
+    if let Err(e) = check_context_size(context_size, options.model.context_size) {
+        eprintln!("ghostline doctor: {e}");
+        return std::process::ExitCode::FAILURE;
+    }
     options.model.context_size = context_size.or(options.model.context_size);
     let model = options.resolve(None).model;
     let r = recommend(memory::budget(model.memory_budget_mb), model.context_size, model.batch_size, crate::model::backend::gpu_backend());
@@ -217,6 +244,18 @@ mod tests {
         let r = pick(3072, Some("CUDA"));
         assert_eq!(r.name, Some("qwen2.5-coder-1.5b"));
         assert!(r.why.iter().any(|w| w.starts_with("qwen2.5-coder-3b would") && w.contains("MiB")), "{:?}", r.why);
+    }
+
+    #[test]
+    fn a_context_over_the_trained_one_is_capped_and_said_and_one_too_small_is_refused() {
+        let r = recommend((4096 << 20, BudgetSource::Configured), 100_000, 512, None);
+        assert_eq!(r.plan.as_ref().map(|p| p.n_ctx), Some(32_768));
+        assert!(r.why[1].contains("100000 tokens, is capped to the 32768 tokens the model was trained on"), "{:?}", r.why);
+        assert!(!pick(4096, None).why[1].contains("capped"));
+        let e = check_context_size(Some(0), Some(8192)).unwrap_err();
+        assert!(e.starts_with("--context-size 0 is below") && e.contains("256"), "{e}");
+        assert!(check_context_size(None, Some(100)).unwrap_err().starts_with("model.contextSize in --settings 100"));
+        assert!(check_context_size(Some(256), None).is_ok() && check_context_size(None, None).is_ok());
     }
 
     #[test]

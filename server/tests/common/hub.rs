@@ -3,7 +3,9 @@
 //! content host) carrying `X-Repo-Commit`, `X-Linked-Etag` and `X-Linked-Size`, as the Hub does;
 //! the content host serves the real test model with `Range` support, and can cut or stall a
 //! transfer or send altered bytes. It serves the model under whichever repository and file
-//! names it is started with (a Qwen coder repository for the first run's offer).
+//! names it is started with (a Qwen coder repository for the first run's offer), lists every
+//! file a repository was started with, and can answer the resolve endpoint with an error status,
+//! announce another size than it serves, ignore `Range` or send more than it announced.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -36,6 +38,14 @@ pub struct Behaviour {
     pub release: bool,
     /// Serve these bytes instead of the model (same length; the advertised hash stays).
     pub altered: Option<Arc<Vec<u8>>>,
+    /// The resolve endpoint answers `HEAD` with this status (401, 403, 404…) and no metadata.
+    pub hub_status: Option<u16>,
+    /// `X-Linked-Size` says this instead of the model's size.
+    pub announced_size: Option<u64>,
+    /// Answer every `GET` with 200 and the whole file, whatever its `Range`.
+    pub ignore_range: bool,
+    /// Send this many bytes more than the model (and than `Content-Length` says).
+    pub extra_bytes: u64,
 }
 
 pub struct FakeHub {
@@ -59,11 +69,11 @@ impl FakeHub {
         let cdn_base = format!("http://127.0.0.1:{}", cdn.local_addr().unwrap().port());
         let endpoint = format!("http://127.0.0.1:{}", hub.local_addr().unwrap().port());
         {
-            let (seen, sha, size) = (seen.clone(), sha256.clone(), body.len());
+            let (seen, sha, size, behaviour) = (seen.clone(), sha256.clone(), body.len(), behaviour.clone());
             std::thread::spawn(move || {
                 for stream in hub.incoming().flatten() {
-                    let (seen, sha, cdn_base, files) = (seen.clone(), sha.clone(), cdn_base.clone(), files.clone());
-                    std::thread::spawn(move || serve_hub(stream, &seen, &sha, size, &cdn_base, &files));
+                    let (seen, sha, cdn_base, files, behaviour) = (seen.clone(), sha.clone(), cdn_base.clone(), files.clone(), behaviour.clone());
+                    std::thread::spawn(move || serve_hub(stream, &seen, &behaviour, &sha, size, &cdn_base, &files));
                 }
             });
         }
@@ -104,18 +114,27 @@ fn read_request(stream: &TcpStream, server: &'static str) -> Option<Seen> {
     Some(Seen { server, method, path, headers })
 }
 
-fn serve_hub(mut stream: TcpStream, seen: &Mutex<Vec<Seen>>, sha: &str, size: usize, cdn_base: &str, files: &[(String, String)]) {
+#[allow(clippy::too_many_arguments)]
+fn serve_hub(mut stream: TcpStream, seen: &Mutex<Vec<Seen>>, behaviour: &Mutex<Behaviour>, sha: &str, size: usize, cdn_base: &str, files: &[(String, String)]) {
     let Some(req) = read_request(&stream, "hub") else { return };
     seen.lock().unwrap().push(req.clone());
+    let (status, size) = {
+        let b = behaviour.lock().unwrap();
+        (b.hub_status, b.announced_size.unwrap_or(size as u64))
+    };
     let resolved = files.iter().any(|(repo, file)| req.path == format!("/{repo}/resolve/main/{file}"));
     let listed = files.iter().find(|(repo, _)| req.path == format!("/api/models/{repo}/revision/main"));
-    let answer = if req.method == "HEAD" && resolved {
+    let answer = if let (Some(status), "HEAD") = (status, req.method.as_str()) {
+        format!("HTTP/1.1 {status} Refused\r\nX-Error-Message: refused by the test Hub\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    } else if req.method == "HEAD" && resolved {
         // The Hub's answer for an LFS file: a redirect that carries the metadata itself.
         format!(
             "HTTP/1.1 302 Found\r\nLocation: {cdn_base}/blobs/{sha}?signed=1\r\nX-Repo-Commit: {COMMIT}\r\nX-Linked-Etag: \"{sha}\"\r\nX-Linked-Size: {size}\r\nETag: \"0000pointer\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         )
-    } else if let (Some((repo, file)), "GET") = (listed, req.method.as_str()) {
-        let json = format!("{{\"id\":\"{repo}\",\"sha\":\"{COMMIT}\",\"siblings\":[{{\"rfilename\":\".gitattributes\"}},{{\"rfilename\":\"README.md\"}},{{\"rfilename\":\"{file}\"}}]}}");
+    } else if let (Some((repo, _)), "GET") = (listed, req.method.as_str()) {
+        let siblings: String =
+            files.iter().filter(|(r, _)| r == repo).map(|(_, f)| format!(",{{\"rfilename\":\"{f}\"}}")).collect();
+        let json = format!("{{\"id\":\"{repo}\",\"sha\":\"{COMMIT}\",\"siblings\":[{{\"rfilename\":\".gitattributes\"}},{{\"rfilename\":\"README.md\"}}{siblings}]}}");
         format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}", json.len())
     } else {
         "HTTP/1.1 404 Not Found\r\nX-Error-Message: Entry not found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
@@ -126,14 +145,25 @@ fn serve_hub(mut stream: TcpStream, seen: &Mutex<Vec<Seen>>, sha: &str, size: us
 fn serve_cdn(mut stream: TcpStream, seen: &Mutex<Vec<Seen>>, behaviour: &Mutex<Behaviour>, body: &Arc<Vec<u8>>) {
     let Some(req) = read_request(&stream, "cdn") else { return };
     seen.lock().unwrap().push(req.clone());
-    let body = behaviour.lock().unwrap().altered.clone().unwrap_or_else(|| body.clone());
+    let (body, ignore_range, extra) = {
+        let b = behaviour.lock().unwrap();
+        (b.altered.clone().unwrap_or_else(|| body.clone()), b.ignore_range, b.extra_bytes)
+    };
+    let body = if extra > 0 {
+        let mut more = (*body).clone();
+        more.resize(more.len() + extra as usize, 0x5a);
+        Arc::new(more)
+    } else {
+        body
+    };
     let size = body.len() as u64;
     let start = req
         .headers
         .get("range")
         .and_then(|r| r.strip_prefix("bytes="))
         .and_then(|r| r.strip_suffix('-'))
-        .and_then(|n| n.parse::<u64>().ok());
+        .and_then(|n| n.parse::<u64>().ok())
+        .filter(|_| !ignore_range);
     let head = match start {
         Some(s) if s < size => format!(
             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {s}-{}/{size}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
