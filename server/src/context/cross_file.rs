@@ -4,7 +4,7 @@
 //! the prompt plan. One per language server (and per `eval --cross-file` run).
 
 use std::hash::{BuildHasher, BuildHasherDefault};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -20,7 +20,6 @@ const RECENT_CHUNKS: usize = 8;
 /// The workspace as completions see it: its index and the recent chunks.
 pub struct Workspace {
     pub index: Index,
-    roots: Vec<PathBuf>,
     /// The files never read into a prompt (the index applies the same globs to what it reads).
     exclude: globset::GlobSet,
     recent: Mutex<Recent>,
@@ -42,7 +41,6 @@ struct Asked {
 
 impl Workspace {
     pub fn new(options: IndexOptions) -> Workspace {
-        let roots = options.roots.clone();
         let mut exclude = globset::GlobSetBuilder::new();
         for glob in &options.exclude {
             match globset::Glob::new(glob) {
@@ -55,7 +53,6 @@ impl Workspace {
         let exclude = exclude.build().unwrap_or_else(|_| globset::GlobSet::empty());
         Workspace {
             index: Index::new(options),
-            roots,
             exclude,
             recent: Mutex::new(Recent::new(RECENT_CHUNKS)),
             recent_generation: AtomicU64::new(0),
@@ -68,11 +65,10 @@ impl Workspace {
         self.exclude.is_match(rel) || rel.split('/').any(|part| self.exclude.is_match(part))
     }
 
-    /// `path` relative to the workspace root that holds it (`/`-separated); `None` outside.
+    /// `path` relative to the workspace root that holds it (`/`-separated, behind the root's
+    /// name when there are several roots), symlinks resolved; `None` outside.
     pub fn relative(&self, path: &Path) -> Option<String> {
-        let root = self.roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
-        let rel = path.strip_prefix(root).ok()?;
-        Some(rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
+        self.index.relative(path)
     }
 
     /// What the code at `cursor` uses from other files, and the recent chunks of other files:
@@ -113,12 +109,32 @@ impl Workspace {
         Some(CrossFile { path: rel, comment, snippets })
     }
 
-    /// The user saw or edited `path` around `line`: a chunk of it joins the recent ones.
+    /// The user saw or edited `path` around `line`: a chunk of it joins the recent ones, when
+    /// the index's filters let the file in (an ignored, hidden, excluded, generated or binary
+    /// file is in neither).
     pub fn note(&self, path: &Path, text: &str, line: u32) {
-        if let Some(rel) = self.relative(path).filter(|rel| !self.excluded(rel)) {
-            self.recent.lock().unwrap_or_else(PoisonError::into_inner).note(&rel, text, line);
+        let path = crate::workspace::canonical(path);
+        if let Some(rel) = self.relative(&path).filter(|rel| !self.excluded(rel) && self.index.admits(&path, text)) {
+            self.recent.lock().unwrap_or_else(PoisonError::into_inner).note(&path, &rel, text, line);
             self.recent_generation.fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    /// A file deleted: it leaves the index and the recent chunks.
+    pub fn forget(&self, path: &Path) {
+        let path = crate::workspace::canonical(path);
+        self.index.remove(&path);
+        self.recent.lock().unwrap_or_else(PoisonError::into_inner).retain(|file, _| file != path);
+        self.recent_generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Takes over `old`'s recent chunks (a settings change made this workspace), those of
+    /// files the new filters still let in.
+    pub fn keep_recent(&self, old: &Workspace) {
+        let mut recent = old.recent.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        recent.retain(|file, chunk| !self.excluded(&chunk.path) && self.index.admits(file, &chunk.text));
+        *self.recent.lock().unwrap_or_else(PoisonError::into_inner) = recent;
+        self.recent_generation.fetch_add(1, Ordering::SeqCst);
     }
 }
 

@@ -110,7 +110,7 @@ impl Backend {
                     // What the index may read changed: a new one, read again.
                     let reindex = state.config.context != new.context || state.config.completion.cross_file != new.completion.cross_file;
                     if reindex {
-                        state.workspace = super::workspace::make(&new, &self.info().roots);
+                        state.workspace = super::workspace::remake(&state, &new, &self.info().roots);
                     }
                     state.config = new;
                     state.settings = kept;

@@ -80,6 +80,8 @@ pub struct State {
     /// The workspace index and recent chunks (`completion.crossFile`); `None` without
     /// workspace folders.
     pub workspace: Option<std::sync::Arc<crate::context::cross_file::Workspace>>,
+    /// The client was asked to report file changes (once a session: a rebuild does not ask again).
+    pub watching: bool,
     /// The document the user last typed or asked in, and the cursor's line there: leaving it
     /// for another hands its text to the index and a chunk of it to the recent ones.
     pub active: Option<(Uri, u32)>,
@@ -100,6 +102,7 @@ impl Default for State {
             restarts: Vec::new(),
             last_timings: None,
             workspace: None,
+            watching: false,
             active: None,
             rest: None,
         }

@@ -1,7 +1,10 @@
 //! The workspace index as the protocol layer feeds it: made from the workspace folders at
 //! `initialize`, filled in the background after `initialized` (with `$/progress`), kept current
 //! from `didOpen`/`didSave`/`didClose` and `workspace/didChangeWatchedFiles` (registered
-//! dynamically when the client allows it), and asked for the cross-file section of a cursor.
+//! dynamically when the client allows it, once), and asked for the cross-file section of a
+//! cursor. A settings change that alters what the index reads makes a new one that keeps the
+//! open documents' text and the recent chunks; a deleted file leaves both, whatever the order
+//! of the watcher's event and `didClose`.
 //!
 //! Decoding ahead: the head of a document's prompts (BOS and the section) when it opens; the
 //! whole prompt where the cursor rests (a code-action request with an empty range says where,
@@ -41,18 +44,39 @@ pub(super) fn make(config: &Config, roots: &[PathBuf]) -> Option<Arc<Workspace>>
     })))
 }
 
+/// The workspace after a settings change of what the index may read (`make`'s), which keeps
+/// the old one's recent chunks (those the new filters let in) and starts from the open
+/// documents' text, from their trees (no parse): the build that follows never replaces it with
+/// the disk's.
+pub(super) fn remake(state: &State, config: &Config, roots: &[PathBuf]) -> Option<Arc<Workspace>> {
+    let ws = make(config, roots)?;
+    if let Some(old) = &state.workspace {
+        ws.keep_recent(old);
+    }
+    for (uri, doc) in &state.docs {
+        let Some(path) = uri_to_path(uri.0.as_str()) else { continue };
+        let touched = doc.contents();
+        ws.index.update_parsed(&path, &touched.text, touched.syntax.as_ref().map(|(s, t)| (*s, t)));
+    }
+    Some(ws)
+}
+
+/// Numbers the indexing progress tokens: a rebuild's is not the one a build in flight uses.
+static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl Backend {
     fn workspace(&self) -> Option<Arc<Workspace>> {
         self.state().workspace.clone()
     }
 
     /// Indexes the workspace in the background (after `initialized`), reporting `$/progress`
-    /// when the client takes it, and asks the client to report file changes.
+    /// when the client takes it, and asks the client to report file changes (the first time:
+    /// a registration stays for the session).
     pub(super) fn index_workspace(&self) {
         let Some(ws) = self.workspace() else { return };
         let client = self.client.clone();
         let progress = self.caps().work_done_progress;
-        let watch = self.info().watch_files;
+        let watch = self.info().watch_files && !std::mem::replace(&mut self.state().watching, true);
         tokio::spawn(async move {
             if watch {
                 let watchers = vec![FileSystemWatcher { glob_pattern: GlobPattern::Pattern(WATCHED.into()), kind: None }];
@@ -63,7 +87,7 @@ impl Backend {
                     tracing::warn!("the client refused to watch files for the index: {e}");
                 }
             }
-            let token = ProgressToken::String(format!("ghostline/index/{}", std::process::id()));
+            let token = ProgressToken::String(format!("ghostline/index/{}/{}", std::process::id(), BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
             let ongoing = if progress && client.create_work_done_progress(token.clone()).await.is_ok() {
                 Some(client.progress(token, "ghostline: indexing").with_percentage(0).begin().await)
             } else {
@@ -151,9 +175,14 @@ impl Backend {
     }
 
     /// A document saved or closed (or left for another): the index takes its text, and a
-    /// chunk around `line` joins the recent ones.
+    /// chunk around `line` joins the recent ones. A document closed whose file is gone from
+    /// the disk (deleted while open) leaves both instead.
     pub(super) fn workspace_touched(&self, uri: &Uri, touched: Touched, line: u32) {
         let (Some(ws), Some(path)) = (self.workspace(), uri_to_path(uri.0.as_str())) else { return };
+        if !self.state().docs.contains_key(uri) && !path.exists() {
+            ws.forget(&path);
+            return;
+        }
         ws.note(&path, &touched.text, line);
         let (state, enc) = (Arc::clone(&self.state), self.caps().encoding);
         tokio::task::spawn_blocking(move || {
@@ -162,25 +191,24 @@ impl Backend {
         });
     }
 
-    /// `workspace/didChangeWatchedFiles`: files changed on disk. Open documents follow the
-    /// editor's text instead.
+    /// `workspace/didChangeWatchedFiles`: files changed on disk, read through the index's
+    /// filters. Open documents follow the editor's text instead, but a deleted one leaves the
+    /// index and the recent chunks (leaving or saving it in the editor brings it back).
     pub(super) fn workspace_files_changed(&self, changes: Vec<FileEvent>) {
         let Some(ws) = self.workspace() else { return };
-        let open: Vec<PathBuf> = self.state().docs.keys().filter_map(|u| uri_to_path(u.0.as_str())).collect();
+        let open: Vec<Uri> = self.state().docs.keys().cloned().collect();
         let (state, enc) = (Arc::clone(&self.state), self.caps().encoding);
         tokio::task::spawn_blocking(move || {
+            let open: std::collections::HashSet<PathBuf> = open.iter().filter_map(|u| uri_to_path(u.0.as_str())).map(|p| crate::workspace::canonical(&p)).collect();
+            tracing::debug!(changes = changes.len(), "files changed on disk");
             for change in changes {
                 let Some(path) = uri_to_path(change.uri.0.as_str()) else { continue };
-                if open.contains(&path) {
-                    continue;
-                }
+                let path = crate::workspace::canonical(&path);
+                tracing::trace!(path = %path.display(), kind = ?change.kind, "file changed on disk");
                 if change.kind == FileChangeType::Deleted {
-                    ws.index.remove(&path);
-                } else {
-                    match std::fs::read_to_string(&path) {
-                        Ok(text) => ws.index.update(&path, &text),
-                        Err(_) => ws.index.remove(&path),
-                    }
+                    ws.forget(&path);
+                } else if !open.contains(&path) {
+                    ws.index.update_from_disk(&path);
                 }
             }
             prefill_rest(&state, enc, true);

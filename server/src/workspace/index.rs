@@ -25,6 +25,10 @@ pub struct Index {
 
 struct Inner {
     options: IndexOptions,
+    /// Per root, what its files' paths are shown under: nothing with one root; with several,
+    /// the root's folder name (its whole path where two roots share a name), so that the same
+    /// relative path in two roots gets two `# path:` headers.
+    labels: Vec<String>,
     filter: Filter,
     state: RwLock<State>,
     /// Counts `update`s and `remove`s, so that a build does not overwrite a newer entry.
@@ -185,6 +189,74 @@ fn python_module(entry: &FileEntry) -> Option<&str> {
     }
 }
 
+/// `path` as the index keys it: absolute, rid of `.` and `..`, and with symlinks resolved
+/// (through its nearest existing folder when the file itself is gone or not yet written), so
+/// that a root opened through a symlink and a document addressed by its real path (or the
+/// other way round) meet. Roots, walked files, the editor's documents and the watcher's paths
+/// all go through it.
+pub fn canonical(path: &Path) -> PathBuf {
+    let path = normalize(path);
+    let mut tail = Vec::new();
+    let mut at = path.as_path();
+    loop {
+        if let Ok(mut real) = std::fs::canonicalize(at) {
+            real.extend(tail.iter().rev());
+            return real;
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_owned());
+                at = parent;
+            }
+            _ => return path,
+        }
+    }
+}
+
+/// Each root's label (see `Inner::labels`).
+fn labels(roots: &[PathBuf]) -> Vec<String> {
+    if roots.len() < 2 {
+        return vec![String::new(); roots.len()];
+    }
+    let name = |r: &PathBuf| r.file_name().map_or_else(|| r.to_string_lossy().into_owned(), |n| n.to_string_lossy().into_owned());
+    roots
+        .iter()
+        .map(|r| {
+            if roots.iter().filter(|o| name(o) == name(r)).count() == 1 {
+                name(r)
+            } else {
+                r.to_string_lossy().trim_start_matches('/').replace('\\', "/")
+            }
+        })
+        .collect()
+}
+
+/// Python source with every whole-line comment (one holding no quote character) turned into
+/// spaces, byte for byte: the same offsets, lines and definitions, but none of the
+/// grammar's quadratic cost. tree-sitter-python's external scanner, asked for a NEWLINE/
+/// INDENT/DEDENT inside an indented block, skips every comment line that follows to find the
+/// next line's indentation, and a comment is a token of its own, so it is asked again after
+/// each one: 1,750 comment lines after an indented `def` took 0.9 s, 3,500 took 2.8 s. Blank
+/// lines are skipped in the same single pass. (Quote-holding lines are kept: such a line may
+/// be inside a string and end it.)
+fn without_comment_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    let comment = |line: &str| line.trim_start().starts_with('#') && !line.contains(['"', '\'']);
+    if !text.lines().any(comment) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if comment(line) {
+            let body = line.trim_end_matches(['\n', '\r']);
+            out.extend(std::iter::repeat_n(' ', body.len()));
+            out.push_str(&line[body.len()..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `path` made absolute (from the current directory) and rid of `.` and `..`, without
 /// touching the file system.
 pub(super) fn normalize(path: &Path) -> PathBuf {
@@ -204,7 +276,7 @@ pub(super) fn normalize(path: &Path) -> PathBuf {
 
 /// Parses `text` and extracts its definitions into an entry.
 fn entry(path: PathBuf, rel: String, spec: &'static Spec, parser: &mut tree_sitter::Parser, text: &str) -> Option<FileEntry> {
-    let tree = parser.parse(text, None)?;
+    let tree = if spec.name == "python" { parser.parse(&*without_comment_lines(text), None)? } else { parser.parse(text, None)? };
     Some(entry_of(path, rel, spec, &tree, text))
 }
 
@@ -217,9 +289,10 @@ fn entry_of(path: PathBuf, rel: String, spec: &'static Spec, tree: &tree_sitter:
 
 impl Index {
     pub fn new(mut options: IndexOptions) -> Index {
-        options.roots = options.roots.iter().map(|r| normalize(r)).collect();
+        options.roots = options.roots.iter().map(|r| canonical(r)).collect();
         let filter = Filter::new(&options.exclude);
-        Index { inner: Arc::new(Inner { options, filter, state: RwLock::new(State::default()), seq: AtomicU64::new(0), tokens: Default::default() }) }
+        let labels = labels(&options.roots);
+        Index { inner: Arc::new(Inner { options, labels, filter, state: RwLock::new(State::default()), seq: AtomicU64::new(0), tokens: Default::default() }) }
     }
 
     pub(super) fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -230,16 +303,45 @@ impl Index {
         self.inner.state.write().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// `path` relative to the root that holds it (the longest), `/`-separated; the whole path
-    /// when no root holds it.
-    pub(super) fn relative(&self, path: &Path) -> String {
-        self.inner
-            .options
-            .roots
-            .iter()
-            .filter_map(|r| walk::relative(r, path))
-            .min_by_key(|r| r.len())
-            .unwrap_or_else(|| path.to_string_lossy().replace('\\', "/"))
+    /// The root holding `path` (a canonical path; the innermost root when roots nest) and the
+    /// path relative to it, `/`-separated.
+    fn locate(&self, path: &Path) -> Option<(usize, String)> {
+        let roots = &self.inner.options.roots;
+        let (i, root) = roots.iter().enumerate().filter(|(_, r)| path.starts_with(r)).max_by_key(|(_, r)| r.as_os_str().len())?;
+        Some((i, walk::relative(root, path)?))
+    }
+
+    /// `rel` (relative to root `root`) as the prompt shows it: behind the root's label when
+    /// there are several roots.
+    fn shown(&self, root: usize, rel: &str) -> String {
+        match self.inner.labels.get(root).filter(|l| !l.is_empty()) {
+            Some(label) => format!("{label}/{rel}"),
+            None => rel.to_owned(),
+        }
+    }
+
+    /// `path` as the prompt's `# path:` headers show it (relative to its root, behind the
+    /// root's label when there are several); `None` under no root.
+    pub fn relative(&self, path: &Path) -> Option<String> {
+        let path = canonical(path);
+        let (root, rel) = self.locate(&path)?;
+        Some(self.shown(root, &rel))
+    }
+
+    /// Whether `path`, holding `text`, passes every filter the walk applies (see
+    /// [`Index::update`]): what the recent chunks may hold too.
+    pub fn admits(&self, path: &Path, text: &str) -> bool {
+        self.admitted(&canonical(path), text).is_some()
+    }
+
+    /// The root and relative path of `path` (canonical) when it and `text` pass every filter.
+    fn admitted(&self, path: &Path, text: &str) -> Option<(usize, String)> {
+        let (root, rel) = self.locate(path)?;
+        let ok = walk::path_admitted(&rel, path, &self.inner.filter) && text.len() as u64 <= self.inner.options.max_file_bytes && walk::text_admitted(text);
+        if !ok {
+            tracing::debug!(path = %path.display(), "workspace index: not indexed (ignored, hidden, excluded, generated, binary or too large)");
+        }
+        ok.then_some((root, rel))
     }
 
     /// Walks the roots and parses every file of a supported language, in parallel (one worker
@@ -281,7 +383,11 @@ impl Index {
                         let result = crate::syntax::by_path(&rel).and_then(|spec| {
                             let text = walk::read_source(&f.path)?;
                             let parser = parsers.entry(spec.name).or_insert_with(|| spec.parser());
-                            entry(f.path.clone(), rel, spec, parser, &text)
+                            let shown = match self.locate(&f.path) {
+                                Some((root, rel)) => self.shown(root, &rel),
+                                None => self.shown(f.root, &rel),
+                            };
+                            entry(f.path.clone(), shown, spec, parser, &text)
                         });
                         if tx.send(result).is_err() {
                             break;
@@ -319,8 +425,12 @@ impl Index {
         stats
     }
 
-    /// An open, changed or saved file's text: its entry replaced. Excluded paths and files of
-    /// unsupported languages are ignored. Quick (one parse).
+    /// An open, changed or saved file's text: its entry replaced. Goes through the walk's
+    /// filters (the watcher's events and the editor's documents alike): a file under no root,
+    /// of an unsupported language, hidden or under a hidden folder, ignored by `.gitignore`,
+    /// in a dependency folder, excluded, generated (by name or text), binary or too large is
+    /// not indexed (and an entry it had goes); a new file beyond `max_files` or the memory cap
+    /// is not added (`IndexStats::truncated`). Quick (one parse).
     pub fn update(&self, path: &Path, text: &str) {
         self.update_parsed(path, text, None);
     }
@@ -329,27 +439,52 @@ impl Index {
     /// edit as the user typed): no parse then, only the definitions read from it. A tree of
     /// another language than the path's is not used.
     pub fn update_parsed(&self, path: &Path, text: &str, tree: Option<(&'static Spec, &tree_sitter::Tree)>) {
-        let path = normalize(path);
-        let rel = self.relative(&path);
-        let Some(spec) = crate::syntax::by_path(&rel) else { return };
-        if self.inner.filter.excluded(&rel) || text.len() as u64 > self.inner.options.max_file_bytes {
+        let path = canonical(path);
+        let Some((root, rel)) = self.admitted(&path, text) else {
+            if self.read().id(&path).is_some() {
+                self.remove(&path);
+            }
             return;
-        }
+        };
+        let Some(spec) = crate::syntax::by_path(&rel) else { return };
+        let shown = self.shown(root, &rel);
         let entry = match tree.filter(|(s, _)| s.name == spec.name) {
-            Some((_, tree)) => Some(entry_of(path.clone(), rel, spec, tree, text)),
-            None => entry(path.clone(), rel, spec, &mut spec.parser(), text),
+            Some((_, tree)) => Some(entry_of(path.clone(), shown, spec, tree, text)),
+            None => entry(path.clone(), shown, spec, &mut spec.parser(), text),
         };
         let Some(mut entry) = entry else { return };
         entry.from_editor = true;
         let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let mut state = self.write();
+        let old = state.id(&path).map(|id| state.file(id).bytes);
+        let options = &self.inner.options;
+        if old.is_none() && state.ids.len() >= options.max_files || state.bytes - old.unwrap_or(0) + entry.bytes > options.memory_cap_bytes {
+            tracing::debug!(path = %path.display(), "workspace index: not indexed, context.maxFiles or the memory cap reached");
+            state.truncated = true;
+            return;
+        }
         state.touched.insert(path, seq);
         state.insert(entry);
     }
 
-    /// A deleted file: its entry dropped.
+    /// The watcher says `path` was created or changed on disk: its text read again, through
+    /// the walk's filters, the path's first (so that thousands of events for files under
+    /// `.venv` or `node_modules` read nothing); a file that is gone, unreadable or no longer
+    /// admitted leaves the index.
+    pub fn update_from_disk(&self, path: &Path) {
+        let path = canonical(path);
+        let admitted = self.locate(&path).is_some_and(|(_, rel)| walk::path_admitted(&rel, &path, &self.inner.filter))
+            && std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= self.inner.options.max_file_bytes);
+        match admitted.then(|| walk::read_source(&path)).flatten() {
+            Some(text) => self.update(&path, &text),
+            None if self.read().id(&path).is_some() => self.remove(&path),
+            None => {}
+        }
+    }
+
+    /// A deleted file: its entry dropped (and kept out by a build in flight).
     pub fn remove(&self, path: &Path) {
-        let path = normalize(path);
+        let path = canonical(path);
         let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let mut state = self.write();
         state.touched.insert(path.clone(), seq);
@@ -380,7 +515,7 @@ impl Index {
     /// are walked once then: `TokenCache`). Ordered by (path, position in file); at most `max_bytes` of
     /// text (each snippet's text and path).
     pub fn related(&self, path: &Path, text: &str, tree: &tree_sitter::Tree, spec: &'static Spec, cursor: usize, max_bytes: usize) -> Vec<Snippet> {
-        let path = normalize(path);
+        let path = canonical(path);
         let state = self.read();
         let request = super::resolve::Request { path: &path, text, tree, spec, cursor: cursor.min(text.len()), max_bytes, cache: &self.inner.tokens };
         super::resolve::related(&state, &request)

@@ -5,6 +5,8 @@
 //!
 //! Files matching the exclusion globs (`.env`, keys, `secrets/**`, `context.exclude`) are
 //! never read; binary and generated files are skipped; `max_files` and a memory cap bound it.
+//! The same filters guard every way in: the walk, the editor's updates, the watcher's events.
+//! Paths are canonical (`canonical`: symlinks resolved) everywhere in the index.
 
 mod defs;
 mod imports;
@@ -16,7 +18,7 @@ mod walk;
 use std::path::PathBuf;
 
 pub use defs::Kind;
-pub use index::Index;
+pub use index::{canonical, Index};
 pub use recent::Recent;
 
 /// What the index may read.
