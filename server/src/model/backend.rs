@@ -39,18 +39,56 @@ pub fn gpu_layers(configured: Option<u32>) -> u32 {
     configured.unwrap_or(if gpu_backend().is_some() { i32::MAX as u32 } else { 0 })
 }
 
-/// `model.prefillChunk` when not set: the aligned prefill's batch, chosen per backend from the
-/// measurements in the README's "Determinism" section. On a GPU each batch costs a launch time
-/// whatever its size: 8 keeps cold prompts as fast as 32 (60 ms at 224 tokens) and re-decodes
-/// fewer tokens per key (17 ms from the key instead of 21). On a quiet CPU 4 halved the
-/// keystroke at the same cold cost, but with another process computing on the same cores each
-/// batch waits for its threads (llama.cpp's OpenMP barriers), and many small batches made a
-/// cold prompt over 5× slower than 32: 32 stays the CPU default until that is solved.
-pub fn default_prefill_chunk(gpu_layers: u32) -> u32 {
-    if gpu_layers > 0 { PREFILL_CHUNK_GPU } else { PREFILL_CHUNK_CPU }
+/// Whether a prompt position's result is the same whatever batch it is decoded in, on this
+/// build and with these layers — measured by `ghostline bench --batch-invariance`, explained in
+/// the README's "Determinism" section. On the CPU it is, with these kernels: every matrix
+/// product through ggml's `vec_dot` (one dot product per output element, the same for one
+/// token or 512), no flash attention (its tiled path for batches and its split-KV path for one
+/// token reduce in other orders: [`Worker`](super::llama) turns it off), no tiled K-quant
+/// matrix product (`GGML_CPU_TILED_MM=0`, [`pin_cpu_kernels`]). Two build options break it and
+/// are off in ghostline's build (`.cargo/config.toml`): llamafile's `sgemm` (batches only) and
+/// the repacked weights' GEMM/GEMV (`REPACK`). On a GPU it is not (CUDA: MMVQ for ≤ 8 columns,
+/// MMQ or cuBLAS above): there completions keep the aligned prefill.
+pub fn batch_invariance(gpu_layers: u32) -> Result<(), String> {
+    if gpu_layers > 0 {
+        if let Some(gpu) = gpu_backend() {
+            return Err(format!("layers on the GPU ({gpu}): its matrix kernels are chosen by batch size"));
+        }
+    }
+    let cpu = cpu_kernels();
+    let variant: Vec<&str> = cpu.split(' ').filter(|k| matches!(*k, "LLAMAFILE" | "REPACK" | "AMX_INT8" | "KLEIDIAI" | "MATMUL_INT8")).collect();
+    if variant.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("llama.cpp was built with batch-only CPU kernels ({})", variant.join(", ")))
+    }
 }
 
-/// [`default_prefill_chunk`] on a CPU.
+/// Turns off the CPU kernels that llama.cpp chooses by batch size at run time (the tiled
+/// K-quant matrix product, `GGML_CPU_TILED_MM`), unless the environment already says: read once
+/// by llama.cpp at its first matrix product, so this runs before the backend starts.
+pub fn pin_cpu_kernels() {
+    if std::env::var_os("GGML_CPU_TILED_MM").is_none() {
+        // Called once, from the backend's initialisation, before llama.cpp runs anything.
+        std::env::set_var("GGML_CPU_TILED_MM", "0");
+    }
+}
+
+/// `model.prefillChunk` when not set: 0 (off: a keystroke decodes only what changed, in one
+/// batch, and a cold prompt goes in `n_batch` batches) where [`batch_invariance`] holds;
+/// elsewhere the aligned prefill's batch, chosen per backend from the measurements in the
+/// README's "Determinism" section. On a GPU each batch costs a launch time whatever its size:
+/// 8 keeps cold prompts as fast as 32 (60 ms at 224 tokens) and re-decodes fewer tokens per
+/// key (17 ms from the key instead of 21). On a CPU without invariant kernels, 32.
+pub fn default_prefill_chunk(gpu_layers: u32) -> u32 {
+    match batch_invariance(gpu_layers) {
+        Ok(()) => 0,
+        Err(_) if gpu_layers > 0 => PREFILL_CHUNK_GPU,
+        Err(_) => PREFILL_CHUNK_CPU,
+    }
+}
+
+/// [`default_prefill_chunk`] on a CPU whose kernels are not batch-invariant.
 pub const PREFILL_CHUNK_CPU: u32 = 32;
 /// [`default_prefill_chunk`] with layers on a GPU.
 pub const PREFILL_CHUNK_GPU: u32 = 8;

@@ -47,6 +47,7 @@ fn backend() -> Result<&'static LlamaBackend, String> {
     BACKEND
         .get_or_init(|| {
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            super::backend::pin_cpu_kernels();
             LlamaBackend::init().map_err(|e| format!("cannot initialise llama.cpp: {e}"))
         })
         .as_ref()
@@ -292,12 +293,16 @@ impl<'m> Worker<'m> {
         let n_ctx = config.context_size.min(model.n_ctx_train().max(256));
         let n_batch = config.batch_size.min(n_ctx);
         let threads = config.threads as i32;
+        let invariant = super::backend::batch_invariance(super::backend::gpu_layers(config.gpu_layers)).is_ok();
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_batch)
             .with_n_ubatch(n_batch)
             .with_n_threads(threads)
-            .with_n_threads_batch(threads);
+            .with_n_threads_batch(threads)
+            // Flash attention's CPU kernels follow the batch (tiles for many queries, the keys
+            // split across threads for one): off where the rest is batch-invariant.
+            .with_flash_attention_policy(if invariant { llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED } else { llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO });
         let ctx = model
             .new_context(backend, params)
             .map_err(|e| format!("cannot create a llama.cpp context of {n_ctx} tokens for {}: {e}", path.display()))?;
