@@ -86,7 +86,7 @@ pub struct Plan {
 /// The budget in bytes: `memoryBudgetMb` when set, else half of the physical memory.
 pub fn budget(configured_mb: Option<u64>) -> (u64, BudgetSource) {
     match configured_mb {
-        Some(mb) => (mb * 1024 * 1024, BudgetSource::Configured),
+        Some(mb) => (mb.saturating_mul(1024 * 1024), BudgetSource::Configured),
         None => match system_memory() {
             Some(m) if m.total_bytes > 0 => {
                 (m.total_bytes / 2, BudgetSource::HalfOfPhysical { physical_bytes: m.total_bytes })
