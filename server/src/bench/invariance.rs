@@ -112,7 +112,8 @@ impl Recorder {
         }
         let name = CStr::from_ptr(t.name.as_ptr()).to_string_lossy().into_owned();
         // Unnamed nodes are named by their place in the graph, which differs between graphs of
-        // different batch sizes: not comparable across schedules.
+        // different batch sizes: not comparable across schedules (the first named tensor after
+        // one that differs is reported, with its inputs).
         if name.starts_with("node_") || name.is_empty() {
             return;
         }
