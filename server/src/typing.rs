@@ -187,6 +187,18 @@ pub fn start_in(exe: &Path, mut options: Value, root: Option<&Path>, stderr: Std
     Ok(Session { client, load_ms, format })
 }
 
+/// Waits for the end of the server's workspace indexing (its `$/progress` titled "indexing").
+pub fn wait_indexed(client: &mut StdioClient, timeout: Duration) -> Result<(), String> {
+    let begun = client
+        .wait_notification("$/progress", timeout, |p| p["value"]["title"].as_str().is_some_and(|t| t.contains("indexing")))
+        .map_err(|e| format!("the workspace was not indexed: {e}"))?;
+    let token = begun["params"]["token"].clone();
+    client
+        .wait_notification("$/progress", timeout, |p| p["token"] == token && p["value"]["kind"] == "end")
+        .map(drop)
+        .map_err(|e| format!("the workspace indexing did not end: {e}"))
+}
+
 /// `name` as given when it exists, else relative to the repository (for runs outside it).
 pub fn find_fixture(name: &str) -> Option<PathBuf> {
     [PathBuf::from(name), Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name)].into_iter().find(|p| p.exists())

@@ -218,7 +218,7 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
 
 /// The trace's workspace folder: `workspace` is relative to the trace file, as `file` is, and
 /// `path` is where `file` was found.
-fn file_root(path: &std::path::Path, file: &str, workspace: &str) -> std::path::PathBuf {
+pub(super) fn file_root(path: &std::path::Path, file: &str, workspace: &str) -> std::path::PathBuf {
     let trace_dir = (0..std::path::Path::new(file).components().count()).fold(path.to_path_buf(), |p, _| p.parent().map(|p| p.to_path_buf()).unwrap_or(p));
     trace_dir.join(workspace)
 }

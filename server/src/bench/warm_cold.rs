@@ -2,7 +2,8 @@
 //! typing trace into one server (its KV cache, saved KV states and generation ahead all in
 //! play; typed-ahead off, so that every answer is the model's) and asks a fresh process
 //! (`ghostline complete`) for the same text and cursor at every request: the two must agree
-//! token for token. Runs wherever the binary runs (the CPU in CI, a GPU through the device
+//! token for token. A trace with a workspace replays in a copy of it, with the cross-file
+//! section on for both sides. Runs wherever the binary runs (the CPU in CI, a GPU through the device
 //! route).
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,9 @@ pub struct Report {
     pub trace: String,
     pub model: PathBuf,
     pub backend: String,
+    /// Why a position's result may depend on its batch here (`model::backend::batch_invariance`);
+    /// `null` where it cannot, and the warm side reuses the cache at any token boundary.
+    pub batch_variant: Option<String>,
     pub prefill_chunk: u32,
     pub requests: usize,
     /// Requests whose answer was not empty.
@@ -40,6 +44,8 @@ pub struct Report {
     pub warm_prefill_tokens: u64,
     /// The requests' prompt tokens, summed: what a server without a KV cache would decode.
     pub warm_prompt_tokens: u64,
+    /// Requests whose prompt on the warm side held a cross-file section.
+    pub with_cross_file: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -69,16 +75,39 @@ pub fn run(options: &Options) -> Result<Report, String> {
     let threads = options.threads.unwrap_or_else(crate::config::default_threads);
     let model_options = json!({"path": options.model, "threads": threads, "prefillChunk": prefill_chunk});
 
+    let dir = std::env::temp_dir().join(format!("ghostline-warm-cold-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // A trace with a workspace: both sides work on one copy of it (the cold side writes each
+    // request's text into the file there), so the cross-file section is in play — its head
+    // decoded when the file opens, then kept — and must not change an answer either.
+    let (root, file) = match &trace.workspace {
+        Some(workspace) => {
+            let root = super::replay::file_root(&file, &trace.file, workspace);
+            let copy = dir.join("workspace");
+            copy_tree(&root, &copy)?;
+            let rel = file.strip_prefix(&root).map_err(|_| format!("{} is not inside the trace's workspace {}", file.display(), root.display()))?;
+            let file = copy.join(rel);
+            (Some(copy), file)
+        }
+        None => (None, dir.join(file.file_name().unwrap_or(trace.file.as_ref()))),
+    };
+
     // The warm side: one server, every key and request of the trace in order, no waits (each
     // key's generation ahead is cancelled by the next, mid-prefill or mid-decode).
     let settings = json!({"model": model_options, "completion": {"typedAhead": false}});
-    let session = typing::start(&exe, settings, Stdio::inherit(), TIMEOUT)?;
+    let session = typing::start_in(&exe, settings, root.as_deref(), Stdio::inherit(), TIMEOUT)?;
     let mut client = session.client;
+    if root.is_some() {
+        // The cold side indexes the whole workspace before it answers: so does the warm one.
+        typing::wait_indexed(&mut client, TIMEOUT)?;
+    }
     let mut doc = TypedDoc::open(&mut client, typing::file_uri(&file), &trace.language_id, text, at);
     let mut asked = Vec::new();
     let mut warm_ms = Vec::new();
     let mut warm_prefill_tokens = 0;
     let mut warm_prompt_tokens = 0;
+    let mut with_cross_file = 0;
     for event in &trace.events {
         match event.key.as_deref() {
             Some("\u{8}") => doc.backspace(&mut client),
@@ -101,6 +130,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
         };
         warm_prefill_tokens += last.timings.prefill_tokens as u64;
         warm_prompt_tokens += last.timings.prompt_tokens as u64;
+        with_cross_file += usize::from(!last.cross_file.is_empty());
         let cursor = doc.cursor();
         asked.push(Asked {
             text: doc.text.clone(),
@@ -115,15 +145,13 @@ pub fn run(options: &Options) -> Result<Report, String> {
     }
 
     // The cold side: a fresh process for every request.
-    let dir = std::env::temp_dir().join(format!("ghostline-warm-cold-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let doc_file = dir.join(file.file_name().unwrap_or(trace.file.as_ref()));
+    let doc_file = file;
     let settings_file = dir.join("settings.json");
     std::fs::write(&settings_file, json!({"model": model_options}).to_string()).map_err(|e| e.to_string())?;
     let mut differ = Vec::new();
     for (request, a) in asked.iter().enumerate() {
         std::fs::write(&doc_file, &a.text).map_err(|e| format!("cannot write {}: {e}", doc_file.display()))?;
-        let (cold, cold_tokens) = cold_answer(&exe, &settings_file, &doc_file, a.line, a.character)?;
+        let (cold, cold_tokens) = cold_answer(&exe, &settings_file, &doc_file, root.as_deref(), a.line, a.character)?;
         if cold != a.answer || cold_tokens != a.generated_tokens {
             differ.push(Difference {
                 request,
@@ -141,6 +169,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
         trace: trace.name.clone(),
         model: options.model.clone(),
         backend: crate::model::backend::name().to_owned(),
+        batch_variant: crate::model::backend::batch_invariance(crate::model::backend::gpu_layers(None)).err(),
         prefill_chunk,
         requests: asked.len(),
         answered: asked.iter().filter(|a| !a.answer.is_empty()).count(),
@@ -148,15 +177,18 @@ pub fn run(options: &Options) -> Result<Report, String> {
         warm_ms,
         warm_prefill_tokens,
         warm_prompt_tokens,
+        with_cross_file,
     })
 }
 
 /// `ghostline complete` in a fresh process: its text and generated token count.
-fn cold_answer(exe: &Path, settings: &Path, file: &Path, line: u32, character: u32) -> Result<(String, u64), String> {
-    let out = Command::new(exe)
-        .args(["complete", "--json", "--settings"])
-        .arg(settings)
-        .arg(file)
+fn cold_answer(exe: &Path, settings: &Path, file: &Path, workspace: Option<&Path>, line: u32, character: u32) -> Result<(String, u64), String> {
+    let mut command = Command::new(exe);
+    command.args(["complete", "--json", "--settings"]).arg(settings).arg(file);
+    if let Some(root) = workspace {
+        command.arg("--workspace").arg(root);
+    }
+    let out = command
         .args(["--line", &line.to_string(), "--character", &character.to_string()])
         .stderr(Stdio::inherit())
         .output()
@@ -168,19 +200,36 @@ fn cold_answer(exe: &Path, settings: &Path, file: &Path, line: u32, character: u
     Ok((v["text"].as_str().unwrap_or_default().to_owned(), v["generated_tokens"].as_u64().unwrap_or(0)))
 }
 
+/// Copies the folder `from` to `to` (files and folders; links are not followed).
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    for entry in std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let kind = entry.file_type().map_err(|e| e.to_string())?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target).map_err(|e| format!("cannot copy {}: {e}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
 pub fn print_text(r: &Report) {
     let mut sorted = r.warm_ms.clone();
     sorted.sort_by(f64::total_cmp);
     let pick = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0);
     println!(
-        "warm vs cold on {} ({}, {}; model.prefillChunk {}): {} of {} answers equal ({} not empty)",
+        "warm vs cold on {} ({}, {}; model.prefillChunk {}): {} of {} answers equal ({} not empty, {} with a cross-file section)",
         r.trace,
         r.model.display(),
         r.backend,
         r.prefill_chunk,
         r.requests - r.differ.len(),
         r.requests,
-        r.answered
+        r.answered,
+        r.with_cross_file
     );
     println!(
         "warm requests (no debounce, generation ahead cancelled by each key): median {:.1} ms, p95 {:.1} ms; {} of {} prompt tokens decoded",
