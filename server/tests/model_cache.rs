@@ -7,7 +7,7 @@ use common::*;
 use ghostline::config::Options;
 use ghostline::engine::{Engine, Input};
 use ghostline::context::{ContextParts, CrossFile, OutlineItem, Related, Strategy};
-use ghostline::model::{CancelFlag, FimFormat, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling, Tokenize, VocabFacts};
+use ghostline::model::{CancelFlag, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling, Tokenize, VocabFacts};
 use ghostline::postprocess::StopRule;
 use ghostline::prompt::{Draft, PromptPlan, Purpose, Section, TokenMemo};
 use ghostline::syntax;
