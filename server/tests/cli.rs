@@ -1,4 +1,4 @@
-//! `ghostline complete`: the engine without LSP, on the real test model; and the FIM wiring.
+//! `ghostline complete`: the engine without LSP, on the real test model; and on the FIM test model.
 
 mod common;
 
@@ -79,25 +79,30 @@ fn complete_reports_a_bad_model_and_fails() {
     assert!(stderr.contains("model file not found: /no/such/model.gguf"), "{stderr}");
 }
 
-/// Wiring, not quality: the SmolLM2 copy whose GGUF metadata declares Qwen-style FIM tokens
-/// (scripts/make-fim-wiring-model.py) is detected as FIM, and its prompt carries the suffix
-/// between the markers. Its weights never learned those markers, so the text is not checked.
+/// The FIM test model (StarCoder's markers, trained on ghostline's prompt) gets the FIM prompt:
+/// its prompt carries the suffix between the markers, and it fills the middle. At this cursor (a
+/// blank line at the end of `variance`, `def main(): ...` below) it writes `    return m`
+/// (measured): the body's last line, not the suffix's code again.
 #[test]
-fn fim_tokens_declared_in_gguf_switch_to_the_fim_prompt() {
+fn the_fim_test_model_gets_the_fim_prompt_and_fills_the_middle() {
     let (file, line, col) = fixture_file();
     let plain = complete_json(&model(), &file.0, line, col);
-    let fim = complete_json(&fim_wiring_model(), &file.0, line, col);
-    assert_eq!(fim["format"], "FIM Qwen (PSM)", "{fim}");
+    let fim = complete_json(&fim_model(), &file.0, line, col);
+    assert_eq!(fim["format"], "FIM StarCoder (PSM)", "{fim}");
     let (p, f) = (plain["prompt_tokens"].as_u64().unwrap(), fim["prompt_tokens"].as_u64().unwrap());
-    // prefix-only: the prefix; FIM: <pre> prefix <suf> suffix <mid> — the suffix (the lines
-    // below the cursor, here "def main(): …") adds well over the three markers.
+    // prefix-only: the prefix; FIM: <fim_prefix> prefix <fim_suffix> suffix <fim_middle> — the
+    // suffix (the lines below the cursor, here "def main(): …") adds well over the three markers.
     assert!(f > p + 3 + 10, "FIM prompt {f} tokens vs prefix-only {p}");
     // Each `complete` is one process and one request: the whole FIM prompt was decoded (nothing
     // to reuse) and generation ran on it. (KV-cache reuse between requests is checked in
     // tests/model_cache.rs.)
     assert_eq!(fim["reused_tokens"], 0, "{fim}");
     assert_eq!(fim["prefill_tokens"], fim["prompt_tokens"], "{fim}");
-    assert!(fim["text"].is_string(), "{fim}");
+    let text = fim["text"].as_str().unwrap();
+    assert!(text.starts_with("    return ") && !text.contains('\n'), "not one line of variance's body: {fim}");
+    for suffix_code in ["def main", "data", "print("] {
+        assert!(!text.contains(suffix_code), "the suggestion repeats the suffix's {suffix_code:?}: {fim}");
+    }
 }
 
 /// `ghostline eval` cuts holes in real files and reports both strategies (structure only: the

@@ -1,7 +1,8 @@
 //! Snapshot tests of the built prompt parts and the post-processed suggestion, one
 //! cursor-marked fixture per case under `fixtures/context/`, per language. No model: the token
 //! budget counts with a stand-in tokenizer (one token per 4 bytes), and a `.raw` file beside a
-//! fixture stands for the model's output.
+//! fixture stands for the model's output (`.fim.raw`: the FIM test model's, whose prompt has the
+//! text after the cursor).
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -67,6 +68,46 @@ case!(rust_impl_method, "rust_impl_method.rs");
 case!(javascript_class_method, "javascript_class_method.js");
 case!(typescript_function, "typescript_function.ts");
 case!(go_method, "go_method.go");
+
+/// The FIM test model's stored output at a fixture's cursor (`NAME.fim.raw`, checked against
+/// the model by tests/raw_outputs.rs) through the same stop rule and syntax guard. The model saw
+/// the suffix, and the suggestion must not type it again: no line of it is a line the suffix
+/// already has, and it does not end with what follows the cursor on its line.
+fn render_fim(name: &str) -> String {
+    let path = fixtures().join(name);
+    let source = std::fs::read_to_string(&path).unwrap();
+    let cursor = source.find("<CURSOR>").expect("cursor marker");
+    let text = source.replacen("<CURSOR>", "", 1);
+    let spec = syntax::by_path(name).expect("a registered language");
+    let tree = spec.parse(&text);
+    let config = Options::default().resolve(None);
+    let engine = Engine::new(ModelHandle::spawn(&config.model, Sampling::from(&config.completion)), config.completion);
+    let request = engine.draft(Input { cross_file: None, text: &text, cursor, syntax: Some((spec, &tree)) });
+    let parts = fit(&request.context, 1024, &count);
+    let raw = std::fs::read_to_string(path.with_extension("fim.raw")).unwrap();
+    let suggestion = keep_if_parse_not_worse(spec, &tree, &text, cursor, &request.stop.finish(&raw));
+    let suffix = &parts.suffix;
+    assert!(!suffix.trim().is_empty(), "{name}: no suffix for the FIM prompt");
+    let line_after = suffix.split('\n').next().unwrap().trim();
+    assert!(line_after.is_empty() || !suggestion.trim_end().ends_with(line_after), "{name}: {suggestion:?} repeats {line_after:?}");
+    for line in suffix.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        assert!(!suggestion.lines().any(|s| s.trim() == line), "{name}: {suggestion:?} repeats the suffix's {line:?}");
+    }
+    format!("stop: {:?}\n----- suffix\n{suffix}\n----- FIM test model raw output\n{raw}----- suggestion\n{suggestion}\n-----\n", request.stop.mode)
+}
+
+macro_rules! fim_case {
+    ($test:ident, $file:literal) => {
+        #[test]
+        fn $test() {
+            insta::assert_snapshot!(render_fim($file));
+        }
+    };
+}
+
+fim_case!(fim_python_mid_expression, "python_mid_expression.py");
+fim_case!(fim_python_block_opener, "python_block_opener.py");
+fim_case!(fim_rust_impl_method, "rust_impl_method.rs");
 
 /// A tight budget drops the outline items farthest from the scope first.
 #[test]

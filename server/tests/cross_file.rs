@@ -50,14 +50,14 @@ fn uri(path: &Path) -> String {
 
 /// A server on `root` whose index has been built (the `$/progress` of indexing ended).
 fn server(root: &Path, options: Value) -> StdioClient {
-    server_on(spawn(), root, options)
+    server_on(spawn(), &model(), root, options)
 }
 
-/// [`server`] for a client already spawned.
-fn server_on(mut client: StdioClient, root: &Path, options: Value) -> StdioClient {
+/// [`server`] for a client already spawned, on the model at `model`.
+fn server_on(mut client: StdioClient, model: &Path, root: &Path, options: Value) -> StdioClient {
     let capabilities = json!({"window": {"workDoneProgress": true}, "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": true}}});
     let mut options = options;
-    options["model"] = json!({"path": model()});
+    options["model"] = json!({"path": model});
     let r = client
         .request("initialize", json!({"processId": null, "rootUri": uri(root), "capabilities": capabilities, "initializationOptions": options}), TIMEOUT)
         .unwrap();
@@ -160,6 +160,43 @@ fn the_section_holds_what_the_scope_uses_from_sibling_files_and_never_excluded_o
     let lifted = last_completion(&mut client)["cross_file"].as_str().unwrap_or("").to_owned();
     assert!(lifted.contains("def margin_rate_zq7(sku: str) -> float") && !lifted.contains("signing_key"), "{lifted}");
     assert_eq!(watcher_registrations(&client), 1, "the watcher was registered again by the rebuild");
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// On the FIM test model (a vocabulary with a file separator, id 5): the prompt's section has
+/// the `<file_sep>` token before each path, first of all, and the callee's definition among
+/// its files. (`lastTimings`' `cross_file` is every snippet offered, with comment headers: not
+/// the prompt's own text.) What the model does with it, measured: after `cents = apply_` it
+/// writes `discount(coupon.code, cents)`. It names the callee and gives it the definition's
+/// two arguments, but not the right ones (`cents, coupon.percent`).
+#[test]
+fn the_fim_test_model_gets_a_file_separated_section_and_names_the_callee() {
+    const FILE_SEP: u64 = 5;
+    let root = workspace("cross-file-fim");
+    let mut client = server_on(spawn(), &fim_model(), &root, json!({}));
+    let cart_uri = uri(&root.join("shop/cart.py"));
+    let typed = "cents = sum(product.price_cents * quantity for product, quantity in self.lines)\n        \
+                 if coupon is not None:\n            cents = apply_";
+    let (text, line, character) = cart(typed);
+    open(&mut client, &cart_uri, &text);
+    let answer = inline_completion(&mut client, &cart_uri, line, character);
+    assert!(answer.get("error").is_none(), "{answer}");
+    let last = last_completion(&mut client);
+    let offered = last["cross_file"].as_str().unwrap_or("");
+    assert!(offered.contains("def apply_discount(price_cents: int, percent: float) -> int"), "{offered}");
+    let prompt: Vec<u64> = last["prompt"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
+    // <file_sep> first (no BOS), one per file and one for the current file; then
+    // <fim_prefix> (11) after the last separator, and <fim_suffix> (12) <fim_middle> (13) last.
+    assert_eq!(prompt[0], FILE_SEP, "{last}");
+    let seps = prompt.iter().filter(|&&t| t == FILE_SEP).count();
+    assert!(seps >= 3, "{seps} separators: discounts.py, another file, cart.py expected: {last}");
+    let last_sep = prompt.iter().rposition(|&t| t == FILE_SEP).unwrap();
+    let pre = prompt.iter().position(|&t| t == 11).unwrap();
+    assert!(last_sep < pre, "{last}");
+    assert_eq!(prompt[prompt.len() - 1], 13, "{last}");
+    let suggestion = last["text"].as_str().unwrap();
+    assert!(suggestion.starts_with("discount("), "the callee not named: {suggestion:?}");
+    assert_eq!(suggestion.matches(',').count(), 1, "not the definition's two arguments: {suggestion:?}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
 
@@ -306,7 +343,7 @@ fn filters_deletions_and_a_settings_change() {
         std::process::Stdio::from(std::fs::File::create(&log).unwrap()),
     )
     .unwrap();
-    let mut client = server_on(spawned, &root, json!({}));
+    let mut client = server_on(spawned, &model(), &root, json!({}));
     let (line, character) = (1, code.lines().nth(1).unwrap().len() as u32);
     let runner_uri = uri(&runner);
     let mut version = 1;

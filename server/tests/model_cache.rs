@@ -7,7 +7,7 @@ use common::*;
 use ghostline::config::Options;
 use ghostline::engine::{Engine, Input};
 use ghostline::context::{ContextParts, CrossFile, OutlineItem, Related, Strategy};
-use ghostline::model::{CancelFlag, FimFormat, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling, Tokenize, VocabFacts};
+use ghostline::model::{CancelFlag, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling, Tokenize, VocabFacts};
 use ghostline::postprocess::StopRule;
 use ghostline::prompt::{Draft, PromptPlan, Purpose, Section, TokenMemo};
 use ghostline::syntax;
@@ -245,20 +245,24 @@ fn coming_back_restores_the_saved_kv_state() {
     assert!(back.timings.prefill_tokens < 8, "{:?}", back.timings);
 }
 
-/// The prompt plan with the real tokenizer, where the model thread makes it: for the FIM wiring
-/// model (Qwen-style markers), `<pre>` outline and prefix `<suf>` suffix `<mid>` after any BOS;
-/// each section's tokens read back as its text, and the model runs exactly the plan's tokens.
+/// The prompt plan with the real tokenizer, where the model thread makes it: for the FIM test
+/// model (StarCoder's markers, the format it was trained on), the cross-file section with a
+/// `<file_sep>` token before each path, then `<fim_prefix>` outline and prefix `<fim_suffix>`
+/// suffix `<fim_middle>`, no BOS; each section's tokens read back as its text, and the model
+/// runs exactly the plan's tokens.
 #[test]
 fn the_prompt_plan_with_the_real_tokenizer() {
     let mut options = Options::default();
-    options.model.path = Some(fim_wiring_model());
+    options.model.path = Some(fim_model());
     let config = options.resolve(None);
     let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
     assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
     let outline = vec![OutlineItem { text: "import math".into(), start: 0, order: 0, full: None, pinned: false }];
     let (prefix, suffix) = ("def area(r):\n    return math.", "\n\nprint(area(2))\n");
     let context = ContextParts { strategy: Strategy::Scope, outline, prefix_start: 13, prefix: prefix.into(), suffix: suffix.into() };
-    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: None, purpose: Purpose::Complete, max_prompt_tokens: 1024, max_tokens: 4 };
+    let related = Related { path: "geo/units.py".into(), text: "def to_metres(feet: float) -> float: ...".into(), line: 3, recent: false };
+    let cross_file = CrossFile { path: "geo/shapes.py".into(), comment: "#", snippets: vec![related] };
+    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: Some(cross_file), purpose: Purpose::Complete, max_prompt_tokens: 1024, max_tokens: 4 };
     type Seen = (PromptPlan, Vec<(Section, String)>, VocabFacts);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<Seen>));
     let build = {
@@ -273,15 +277,21 @@ fn the_prompt_plan_with_the_real_tokenizer() {
     };
     let generated = rt().block_on(handle.generate(GenerateRequest { prompt: Box::new(build), cancel: CancelFlag::new() })).unwrap();
     let (plan, texts, model) = seen.lock().unwrap().take().expect("the model thread built the plan");
-    assert!(matches!(model.fim, FimFormat::Fim { .. }), "{model:?}");
+    assert_eq!(model.fim.to_string(), "FIM StarCoder (PSM)", "{model:?}");
+    assert_eq!(model.bos, None, "add_bos_token is false");
     assert_eq!(generated.timings.prompt, plan.tokens);
-    let kinds: Vec<Section> = texts.iter().map(|(s, _)| *s).filter(|s| *s != Section::Bos).collect();
-    assert_eq!(kinds, [Section::Marker, Section::Outline, Section::Prefix, Section::Marker, Section::Suffix, Section::Marker]);
+    let kinds: Vec<Section> = texts.iter().map(|(s, _)| *s).collect();
+    assert_eq!(kinds, [Section::CrossFile, Section::Marker, Section::Outline, Section::Prefix, Section::Marker, Section::Suffix, Section::Marker]);
     let text_of = |which: Section| texts.iter().find(|(s, _)| *s == which).map(|(_, t)| t.as_str()).unwrap();
+    // `<file_sep>` is the vocabulary's separator token (id 5, a control token, so it reads back
+    // as no text) before each path, not its text tokenized.
+    assert_eq!(text_of(Section::CrossFile), "geo/units.py\ndef to_metres(feet: float) -> float: ...\ngeo/shapes.py\n");
+    assert_eq!(plan.tokens[0], 5);
+    assert_eq!(plan.tokens.iter().filter(|&&t| t == 5).count(), 2);
     assert_eq!(text_of(Section::Outline), "import math\n");
     assert_eq!(text_of(Section::Prefix), prefix);
     assert_eq!(text_of(Section::Suffix), suffix);
-    if let Some(bos) = model.bos {
-        assert_eq!(plan.tokens[0], bos);
-    }
+    // The markers are the ids the model was trained with (shared/models/README.md).
+    let markers: Vec<i32> = plan.sections.iter().filter(|(s, _)| *s == Section::Marker).flat_map(|(_, r)| plan.tokens[r.clone()].to_vec()).collect();
+    assert_eq!(markers, [11, 12, 13], "<fim_prefix> <fim_suffix> <fim_middle>");
 }

@@ -3,6 +3,9 @@
 //! is generated again at its cursor, as the engine asks the model thread for it (its prompt, stop
 //! rule and token limit, default settings), and must be exactly the text that comes back.
 //!
+//! The FIM test model's raw outputs (`fixtures/context/NAME.fim.raw`, beside the same fixtures)
+//! are checked the same way: there the prompt is the FIM one, with the text after the cursor.
+//!
 //! `GHOSTLINE_UPDATE_RAW=1` writes what the model writes into the fixtures instead of failing
 //! (then review the snapshot tests' and `postprocess::syntax`'s expected suggestions: the
 //! `suggestion` of each guard case is written by hand, never updated here).
@@ -22,14 +25,62 @@ fn generate(engine: &Engine, rt: &tokio::runtime::Runtime, spec: &'static Spec, 
     rt.block_on(engine.generate_raw(Input { cross_file: None, text, cursor, syntax: Some((spec, &tree)) })).unwrap().text
 }
 
-#[test]
-fn stored_raw_outputs_are_what_the_test_model_writes() {
+/// An engine on `path` with default settings, loaded.
+fn engine(path: std::path::PathBuf) -> (Engine, tokio::runtime::Runtime) {
     let mut options = Options::default();
-    options.model.path = Some(model());
+    options.model.path = Some(path);
     let config = options.resolve(None);
     let engine = Engine::new(ModelHandle::spawn(&config.model, Sampling::from(&config.completion)), config.completion);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     assert!(matches!(rt.block_on(engine.model.wait_loaded()), ModelStatus::Ready(_)));
+    (engine, rt)
+}
+
+/// `fixtures/context/NAME.fim.raw`: the FIM test model's output at NAME's cursor.
+fn is_fim_raw(path: &std::path::Path) -> bool {
+    path.to_str().is_some_and(|p| p.ends_with(".fim.raw"))
+}
+
+#[test]
+fn stored_fim_raw_outputs_are_what_the_fim_test_model_writes() {
+    let (engine, rt) = engine(fim_model());
+    let update = std::env::var_os("GHOSTLINE_UPDATE_RAW").is_some();
+    let dir = fixture("context");
+    let mut raws: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| is_fim_raw(p)).collect();
+    raws.sort();
+    let mut drifted = Vec::new();
+    for raw in &raws {
+        let stem = raw.file_name().unwrap().to_str().unwrap().trim_end_matches(".fim.raw");
+        let source = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_stem().is_some_and(|s| s == stem) && !p.to_str().unwrap().ends_with(".raw"))
+            .unwrap_or_else(|| panic!("no fixture beside {}", raw.display()));
+        let name = source.file_name().unwrap().to_str().unwrap();
+        let marked = std::fs::read_to_string(&source).unwrap();
+        let cursor = marked.find("<CURSOR>").expect("cursor marker");
+        let text = marked.replacen("<CURSOR>", "", 1);
+        let spec = syntax::by_path(name).expect("a registered language");
+        let stored = std::fs::read_to_string(raw).unwrap();
+        let generated = generate(&engine, &rt, spec, &text, cursor);
+        if stored != generated {
+            drifted.push(format!("fixtures/context/{stem}.fim.raw\n  stored:            {stored:?}\n  the model writes:  {generated:?}"));
+        }
+        if update {
+            std::fs::write(raw, &generated).unwrap();
+        }
+    }
+    if update {
+        eprintln!("updated {} stored FIM outputs of {}", drifted.len(), raws.len());
+        return;
+    }
+    assert!(raws.len() >= 3, "only {} stored FIM outputs found", raws.len());
+    assert!(drifted.is_empty(), "stored raw outputs that are not the FIM test model's ({} of {}):\n{}", drifted.len(), raws.len(), drifted.join("\n"));
+}
+
+#[test]
+fn stored_raw_outputs_are_what_the_test_model_writes() {
+    let (engine, rt) = engine(model());
     let update = std::env::var_os("GHOSTLINE_UPDATE_RAW").is_some();
     let mut drifted = Vec::new();
     let mut checked = 0;
@@ -44,7 +95,7 @@ fn stored_raw_outputs_are_what_the_test_model_writes() {
     let dir = fixture("context");
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    for raw in files.iter().filter(|p| p.extension().is_some_and(|e| e == "raw")) {
+    for raw in files.iter().filter(|p| p.extension().is_some_and(|e| e == "raw") && !is_fim_raw(p)) {
         let source = files
             .iter()
             .find(|p| p.file_stem() == raw.file_stem() && *p != raw)

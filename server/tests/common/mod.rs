@@ -30,7 +30,26 @@ pub fn second_model() -> PathBuf {
     path
 }
 
-/// The FIM wiring model made by scripts/make-fim-wiring-model.py (also provided by CI).
+/// The FIM test model, a real FIM model (StarCoder-style markers, `<file_sep>` between files):
+/// `$GHOSTLINE_FIM_MODEL` (scripts/test.sh sets it from `scripts/fetch-model.sh fim`), else
+/// `../shared/models/` beside the repository. Missing, the test fails saying where it looked.
+pub fn fim_model() -> PathBuf {
+    const NAME: &str = "ghostline-test-fim-135m.Q4_1.gguf";
+    let path = match std::env::var_os("GHOSTLINE_FIM_MODEL").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/models").join(NAME),
+    };
+    assert!(
+        path.is_file(),
+        "the FIM test model is missing: expected at {} (set GHOSTLINE_FIM_MODEL, or put shared/models/{NAME} beside the repository; scripts/fetch-model.sh fim checks it)",
+        path.display()
+    );
+    path
+}
+
+/// The FIM wiring model made by scripts/make-fim-wiring-model.py (also provided by CI): the
+/// plain test model with Qwen-style FIM markers declared in its metadata, never trained on
+/// them. Only for what the FIM test model cannot show (another family's markers and layout).
 pub fn fim_wiring_model() -> PathBuf {
     let path = std::env::var_os("GHOSTLINE_FIM_WIRING_MODEL")
         .map(PathBuf::from)
