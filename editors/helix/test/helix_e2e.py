@@ -70,7 +70,7 @@ def word_char(c):
 class Helix:
     """One `hx` in its own tmux server, on a fresh project folder."""
 
-    def __init__(self, case, model_path=None, source=None, extra_env=None):
+    def __init__(self, case, model_path=None, source=None, extra_env=None, log_code=False):
         self.case = case
         self.step = 0
         self.tmp = Path(tempfile.mkdtemp(prefix=f"ghostline-hx-{case}-"))
@@ -81,7 +81,12 @@ class Helix:
         self.source = self.file.read_text()
         config = self.tmp / "config/helix"
         config.mkdir(parents=True)
-        (config / "languages.toml").write_text(languages_toml(MODEL if model_path is None else model_path))
+        toml = languages_toml(MODEL if model_path is None else model_path)
+        if log_code:
+            # ghostline may log code (the prompt's parts, at trace level): the case reads them.
+            toml, n = re.subn(r'(privacy = "local-only")', r'\1, debug = { logCode = true }', toml)
+            check(n == 1, f"{SNIPPET}: no `privacy = \"local-only\"` in the config to add debug.logCode beside")
+        (config / "languages.toml").write_text(toml)
         self.log = self.tmp / "helix.log"
         self.socket = f"ghostline-hx-{os.getpid()}-{case}"
         env = {
@@ -429,6 +434,50 @@ def case_generate_tests(hx):
     print(f"# {test_file.relative_to(hx.project)}: {len(content.splitlines())} lines", flush=True)
 
 
+def prompt_sections(hx):
+    """The cross-file sections of the prompts ghostline built, as its trace lines (logged with
+    debug.logCode only) show them in Helix's log: the Debug form of each section's text."""
+    return [line for line in hx.log_text().splitlines() if "prompt parts" in line and "cross_file=" in line]
+
+
+def case_two_files(hx):
+    """A two-file workspace (fixtures/editors/two-files): in plan.py, which imports and calls
+    rectangle_area from its sibling geometry.py (never opened in Helix), C-x asks ghostline, and
+    the sibling's definition is in the prompt's cross-file section."""
+    fixture = ROOT / "fixtures/editors/two-files"
+    # Without a root marker Helix sends no workspace folder (rootUri null, workspaceFolders
+    # []), and the server then has no workspace to index: a person's project is a repository.
+    (hx.project / ".git").mkdir()
+    for name in ("geometry.py", "plan.py"):
+        shutil.copy(fixture / name, hx.project / name)
+    hx.ready()
+    hx.command("open plan.py")
+    hx.wait(lambda s: "plan.py" in s and "def floor_area" in s, "plan.py open")
+    # Under the call in floor_area's body: `o` opens a line (indented), then type and ask.
+    hx.type("/area\\(width", pause=0.03)
+    hx.keys("Enter", "o")
+    hx.wait(lambda s: "INS" in s, "insert mode")
+    hx.type("total = round(")
+    hx.wait(lambda s: hx.cursor_line(s, "total = round("), "the typed line")
+    hx.shot("typed")
+    definition = "def rectangle_area(width: float, height: float) -> float"
+    # The index is built in the background after `initialized`: ask again until it is there.
+    deadline = time.monotonic() + 90
+    while True:
+        hx.keys("C-x")
+        time.sleep(3)
+        found = [line for line in prompt_sections(hx) if "# path: geometry.py" in line]
+        if found:
+            break
+        if time.monotonic() > deadline:
+            hx.shot("timeout")
+            sections = prompt_sections(hx)
+            raise Failure(f"geometry.py never in a prompt's cross-file section; the last of {len(sections)} prompts:\n{indent(sections[-1][-2000:] if sections else '(none)')}")
+    hx.shot("asked")
+    check(definition in found[-1], f"the definition with its signature in the section:\n{indent(found[-1][-2000:])}")
+    check("# path: plan.py" in found[-1], f"the section ends with the file itself:\n{indent(found[-1][-2000:])}")
+
+
 def case_missing_model(hx):
     """A model path that does not exist: Helix shows ghostline's message; the server stays up
     (its process runs and it still answers `space a`)."""
@@ -550,6 +599,7 @@ CASES = {
     "keep-typing": (case_keep_typing, None, None),
     "multi-line": (case_multi_line, None, MULTI_LINE_SOURCE),
     "generate-tests": (case_generate_tests, None, None),
+    "two-files": (case_two_files, None, None),
     "missing-model": (case_missing_model, MISSING_MODEL, None),
     # "": no model.path (the server discovers, finds nothing, and asks).
     "first-run": (case_first_run, "", None),
@@ -579,7 +629,10 @@ def main():
                 if not FIRST_RUN:
                     start_fake_hub()
                 extra_env = FIRST_RUN["env"]
-            hx = Helix(name, model_path, source, extra_env)
+            log_code = name == "two-files"
+            if log_code:
+                extra_env = {"GHOSTLINE_LOG": "ghostline=trace"}
+            hx = Helix(name, model_path, source, extra_env, log_code)
             run(hx)
             passed += 1
             print(f"ok - {name}: {' '.join(run.__doc__.split())} ({time.monotonic() - started:.1f} s)", flush=True)

@@ -14,6 +14,7 @@ export interface ServerSettings {
   stats?: { enabled?: boolean; path?: string; retentionSeconds?: [number, number] };
   privacy?: Privacy;
   offline?: boolean;
+  debug?: { logCode?: boolean };
 }
 
 const PRIVACY: readonly Privacy[] = ["local-only", "redact", "allow"];
@@ -66,6 +67,7 @@ export function toServerSettings(
   const generateAhead = get("completion.generateAhead");
   const statsEnabled = get("stats.enabled");
   const statsPath = text(get("stats.path"));
+  const logCode = get("debug.logCode");
   const settings: ServerSettings = {
     model: prune({
       path: modelPath === undefined ? undefined : expandPath(modelPath, env, home),
@@ -88,6 +90,8 @@ export function toServerSettings(
     }),
     privacy: PRIVACY.includes(privacy as Privacy) ? (privacy as Privacy) : undefined,
     offline: typeof offline === "boolean" ? offline : undefined,
+    // Off is the server's default: sent only when on.
+    debug: prune({ logCode: logCode === true ? true : undefined }),
   };
   return prune(settings) ?? {};
 }
@@ -98,6 +102,7 @@ const SENT_KEYS = {
   completion: ["enabled", "generateAhead", "maxTokens"],
   cloud: ["endpoint", "model", "apiKeyEnv"],
   stats: ["enabled", "path", "retentionSeconds"],
+  debug: ["logCode"],
 } as const;
 
 /**

@@ -231,6 +231,37 @@ async function showLastRoute(): Promise<void> {
   void vscode.window.showInformationMessage(status.routeReport());
 }
 
+/**
+ * The server's figures for the last completion it answered (`ghostline/lastTimings`), written to
+ * the ghostline output as one `ghostline/lastTimings: {…}` line and returned. Its suggestion and
+ * cross-file section hold code: only with `ghostline.debug.logCode`; otherwise the section's file
+ * paths and its length stand for it. The prompt's token ids are left out.
+ */
+async function showLastTimings(): Promise<unknown> {
+  if (!client) {
+    output.appendLine("ghostline/lastTimings: the server is not running");
+    return undefined;
+  }
+  const answer = (await client.sendRequest("ghostline/lastTimings")) as Record<string, unknown> | null;
+  if (!answer) {
+    output.appendLine("ghostline/lastTimings: no completion answered yet");
+    return answer;
+  }
+  const { prompt: _prompt, text, cross_file: crossFile, ...figures } = answer;
+  const section = typeof crossFile === "string" ? crossFile : "";
+  const shown: Record<string, unknown> = {
+    ...figures,
+    cross_file_paths: [...section.matchAll(/^# path: (.*)$/gm)].map((m) => m[1]),
+    cross_file_bytes: Buffer.byteLength(section),
+  };
+  if (vscode.workspace.getConfiguration(SECTION).get<boolean>("debug.logCode", false)) {
+    shown.text = text;
+    shown.cross_file = section;
+  }
+  output.appendLine(`ghostline/lastTimings: ${JSON.stringify(shown)}`);
+  return answer;
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("ghostline", { log: true });
   item = vscode.window.createStatusBarItem("ghostline.status", vscode.StatusBarAlignment.Right, 100);
@@ -243,6 +274,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("ghostline.toggleCompletions", toggleCompletions),
     vscode.commands.registerCommand("ghostline.showLastRoute", showLastRoute),
     vscode.commands.registerCommand("ghostline.showOutput", () => output.show()),
+    vscode.commands.registerCommand("ghostline.showLastTimings", showLastTimings),
     vscode.commands.registerCommand("ghostline.chooseModel", chooseModel),
     vscode.commands.registerCommand("ghostline.restartServer", async () => {
       await stop();

@@ -22,6 +22,7 @@ const defaults = {
   "stats.retentionSeconds": null,
   privacy: "local-only",
   offline: false,
+  "debug.logCode": false,
   "trace.server": "off",
 };
 
@@ -52,6 +53,7 @@ test("every setting maps to the server's camelCase key", () => {
       "stats.retentionSeconds": [1, 2],
       privacy: "redact",
       offline: true,
+      "debug.logCode": true,
       "trace.server": "verbose",
     }),
   );
@@ -62,6 +64,7 @@ test("every setting maps to the server's camelCase key", () => {
     stats: { enabled: false, path: "/tmp/stats.sqlite", retentionSeconds: [1, 2] },
     privacy: "redact",
     offline: true,
+    debug: { logCode: true },
   });
   // Editor-only settings never reach the server (it would warn about unknown keys).
   assert.equal(JSON.stringify(settings).includes("trace"), false);
@@ -81,6 +84,7 @@ test("values of the wrong type are dropped, not sent", () => {
       "cloud.endpoint": "   ",
       "stats.enabled": "no",
       "stats.retentionSeconds": [300, 30],
+      "debug.logCode": "yes",
     }),
   );
   assert.deepEqual(settings, {});
@@ -112,6 +116,7 @@ test("a change sends every managed key, a cleared one as null (the server layers
     completion: { enabled: true, generateAhead: true, maxTokens: null },
     cloud: { endpoint: "http://h/v1", model: null, apiKeyEnv: null },
     stats: { enabled: true, path: null, retentionSeconds: null },
+    debug: { logCode: null },
     privacy: "local-only",
     offline: false,
   });

@@ -60,7 +60,9 @@ test("the status bar follows the model load to ready", async () => {
     () => `a ready status, got ${JSON.stringify(fake.seen.item)}; output:\n${fake.seen.output.join("\n")}`,
     () => String(fake.seen.item.tooltip ?? "").includes("model ready"),
   );
-  assert.match(String(fake.seen.item.tooltip), /model ready \(prefix-only|model ready/);
+  // Ready and on: the sparkle icon (an error shows another), and the tooltip says how to toggle.
+  assert.equal(fake.seen.item.text, "$(sparkle) ghostline", JSON.stringify(fake.seen.item));
+  assert.match(String(fake.seen.item.tooltip), /\ncompletions on \(click to toggle\)$/);
   assert.equal(fake.seen.messages.filter((m) => m.kind === "error").length, 0, JSON.stringify(fake.seen.messages));
 });
 
@@ -128,8 +130,24 @@ test("toggling completions off: the provider answers nothing and the status bar 
   assert.equal(none, undefined);
   await fake.seen.commands.get("ghostline.toggleCompletions")!();
   assert.equal(settings["completion.enabled"], true);
-  // The server took both settings changes (a rejected one is shown as an error message).
-  await new Promise((r) => setTimeout(r, 300));
+  // The server took both settings changes: on again, it answers the provider again (had it
+  // kept `completion.enabled: false`, it would answer nothing), and it showed no error for
+  // either (a rejected setting is shown as an error message before the answer).
+  // A new function at the end of the file, typed as before.
+  let end = doc.positionAt(doc.getText().length);
+  for (const ch of "\n\ndef norm(x, y):\n    return math.sq") {
+    fake.change(doc.insert(end, ch));
+    end = doc.positionAt(doc.offsetAt(end) + 1);
+  }
+  const deadline = Date.now() + 60_000;
+  let answer: unknown;
+  for (;;) {
+    answer = await provider.provideInlineCompletionItems(doc, end, { triggerKind: 1 }, new CancellationTokenSource().token);
+    const items = Array.isArray(answer) ? answer : (answer as { items?: unknown[] } | undefined)?.items;
+    if (items && items.length > 0) break;
+    assert.ok(Date.now() < deadline, `no suggestion once completions are on again (${fake.seen.item.text}): ${JSON.stringify(answer)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
   assert.deepEqual(fake.seen.messages.filter((m) => m.kind === "error"), []);
   assert.ok(!fake.seen.output.some((l) => /unknown|wrong type|keeping the previous settings/i.test(l)), fake.seen.output.join("\n"));
 });

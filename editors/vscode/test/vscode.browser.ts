@@ -260,6 +260,27 @@ async function palette(command: string): Promise<void> {
   await page.keyboard.press("Enter");
 }
 
+/** What `ghostline/lastTimings` says now: "ghostline: Show the Last Completion's Timings" from the
+ * palette, read back from the line it writes to the ghostline output (figures and file paths;
+ * no code without `ghostline.debug.logCode`). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function lastTimings(): Promise<any> {
+  const lines = () => [...h.outputLog().matchAll(/ghostline\/lastTimings: (\{.*\})\s*$/gm)].map((m) => m[1]);
+  const before = lines().length;
+  await palette("ghostline: Show the Last Completion's Timings");
+  const line = await until(() => "a ghostline/lastTimings line in the ghostline output", async () => lines().length > before && lines()[lines().length - 1], 10_000);
+  return JSON.parse(line);
+}
+
+/** Trigger Inline Suggestion, then waits for the server to answer it (its DEBUG line for a
+ * suggestion; the palette opened before that would cancel the request). */
+async function triggerAnswered(): Promise<void> {
+  const answered = () => [...h.outputLog().matchAll(/ghostline::lsp::completion: suggestion ttft_ms=/g)].length;
+  const before = answered();
+  await palette("Trigger Inline Suggestion");
+  await until(() => "the server's answer to Trigger Inline Suggestion", async () => answered() > before, SUGGESTION_MS);
+}
+
 /** Asks for a suggestion again (Trigger Inline Suggestion) until `accept` likes it. */
 async function suggestionWhere(accept: (ghost: string) => boolean, what: string, ms = SUGGESTION_MS): Promise<string> {
   const { page } = h;
@@ -454,4 +475,50 @@ step("a ghostline code action is listed by Ctrl+. and applies: a docstring for m
   note(`route: ${JSON.stringify((await toast.innerText()).replace(/\s+/g, " "))}`);
   await h.shot("last-route");
   ready = true;
+});
+
+// The cross-file section with a real client's watcher (fixtures/editors/two-files): plan.py
+// imports and calls rectangle_area from its sibling geometry.py. Both are written into the open
+// folder now (VS Code's watcher tells the server they were created); plan.py is opened and typed
+// into; the section offered to its prompt holds geometry.py; then geometry.py changes on disk
+// (not open in VS Code: only the watcher's event can tell the server), and the section grows by
+// exactly the parameter added to the signature.
+step("a two-file workspace: the sibling's definition reaches the prompt, and its change on disk follows through VS Code's watcher", async () => {
+  requireReady();
+  const { page } = h;
+  const fixture = join(repoRoot, "fixtures", "editors", "two-files");
+  for (const name of ["geometry.py", "plan.py"]) writeFileSync(join(h.workspace, name), readFileSync(join(fixture, name), "utf8"));
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("plan.py", { delay: KEY_DELAY });
+  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: "plan.py" }).first().waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".tab").filter({ hasText: "plan.py" }).waitFor();
+  await typeOnNewLine(/total\s\+=\srectangle_area/, "total = round(");
+  const at = await cursor(page);
+  /** Asks for a suggestion at the cursor, then what the server offered its prompt. */
+  const section = async () => {
+    await page.keyboard.press("Escape");
+    await triggerAnswered();
+    const t = await lastTimings();
+    return t.uri?.endsWith("/plan.py") && t.position?.line === at.line ? t : undefined;
+  };
+  const first = await until(() => "geometry.py in plan.py's cross-file section", async () => {
+    const t = await section();
+    return t?.cross_file_paths.includes("geometry.py") && t;
+  }, SUGGESTION_MS, 500);
+  note(`cross-file section: ${JSON.stringify(first.cross_file_paths)}, ${first.cross_file_bytes} bytes`);
+  assert.equal(first.cross_file_paths[first.cross_file_paths.length - 1], "plan.py", "the section ends with the file itself");
+  await h.shot("cross-file");
+  const file = join(h.workspace, "geometry.py");
+  const added = ", scale: float = 1.0";
+  const text = readFileSync(file, "utf8");
+  writeFileSync(file, text.replace("height: float) -> float", `height: float${added}) -> float`));
+  const changed = await until(() => `the section ${added.length} bytes longer after geometry.py changed on disk`, async () => {
+    const t = await section();
+    return t && t.cross_file_bytes !== first.cross_file_bytes && t;
+  }, 60_000, 500);
+  note(`after the change on disk: ${changed.cross_file_bytes} bytes`);
+  assert.equal(changed.cross_file_bytes, first.cross_file_bytes + added.length, "the section changed by exactly the added parameter");
+  assert.deepEqual(changed.cross_file_paths, first.cross_file_paths);
+  await page.keyboard.press("Escape");
 });
