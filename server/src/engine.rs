@@ -257,6 +257,15 @@ impl Engine {
         Ok(finish(input, &stop, strategy, generation))
     }
 
+    /// [`Engine::run`], showing `inspect` the prompt plan and the tokenizer first (for `eval`).
+    pub async fn run_inspected(&self, input: Input<'_>, draft: Draft, inspect: Box<dyn Fn(&crate::prompt::PromptPlan, &dyn crate::model::Tokenize) + Send>) -> Result<Suggestion, GenerateError> {
+        let stop = draft.stop.clone();
+        let strategy = draft.context.strategy;
+        let request = draft.into_request_inspected(Arc::clone(&self.memo), CancelFlag::new(), inspect);
+        let generation = self.model.generate(request).await?;
+        Ok(finish(input, &stop, strategy, generation))
+    }
+
     /// What to complete at this cursor before tokens: the context, the stop rule and the
     /// limits; the prompt plan (`crate::prompt`) makes the tokens from it.
     ///
@@ -298,7 +307,7 @@ impl Engine {
             }
         }
         let cross_file = input.cross_file.filter(|c| self.config.cross_file && !c.snippets.is_empty()).cloned();
-        Draft { context, stop, cross_file, purpose: Purpose::Complete, max_prompt_tokens: self.config.max_prompt_tokens, max_tokens: self.config.max_tokens }
+        Draft { context, stop, cross_file, purpose: Purpose::Complete, max_prompt_tokens: self.config.max_prompt_tokens, max_tokens: self.config.max_tokens, fim: self.config.fim }
     }
 
     /// Decodes the head every prompt in a file starts with (BOS and the cross-file section)
@@ -318,6 +327,7 @@ impl Engine {
             purpose: Purpose::Head,
             max_prompt_tokens: self.config.max_prompt_tokens,
             max_tokens: self.config.max_tokens,
+            fim: self.config.fim,
         };
         let cancel = CancelFlag::new();
         session.add_work(cancel.clone());

@@ -136,6 +136,7 @@ fn cancelling_during_prefill_and_during_decoding_stops_the_work() {
         cross_file: None,
         purpose: Purpose::Complete,
         max_tokens: MAX_TOKENS as u32,
+        fim: true,
     };
     let request = |cancel: &CancelFlag| draft.clone().into_request(Default::default(), cancel.clone());
     // Runs the request on another thread and cancels it as soon as its progress satisfies
@@ -262,7 +263,7 @@ fn the_prompt_plan_with_the_real_tokenizer() {
     let context = ContextParts { strategy: Strategy::Scope, outline, prefix_start: 13, prefix: prefix.into(), suffix: suffix.into() };
     let related = Related { path: "geo/units.py".into(), text: "def to_metres(feet: float) -> float: ...".into(), line: 3, recent: false };
     let cross_file = CrossFile { path: "geo/shapes.py".into(), comment: "#", snippets: vec![related] };
-    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: Some(cross_file), purpose: Purpose::Complete, max_prompt_tokens: 1024, max_tokens: 4 };
+    let draft = Draft { context, stop: StopRule::unbounded(), cross_file: Some(cross_file), purpose: Purpose::Complete, max_prompt_tokens: 1024, max_tokens: 4, fim: true };
     type Seen = (PromptPlan, Vec<(Section, String)>, VocabFacts);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<Seen>));
     let build = {

@@ -160,6 +160,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
                 // Never stops on the text: every sample decodes DECODE_TOKENS (unless end of text).
                 stop: StopRule::unbounded(),
                 max_tokens: DECODE_TOKENS,
+                fim: true,
             };
             let request = draft.into_request(Default::default(), CancelFlag::new());
             let g = runtime.block_on(handle.generate(request)).map_err(|e| format!("generation at {size} tokens: {e}"))?;

@@ -144,6 +144,9 @@ pub struct CompletionOptions {
     pub max_right_chars: Option<u32>,
     /// Put what the code at the cursor uses from other files of the workspace into the prompt.
     pub cross_file: Option<bool>,
+    /// Lay the prompt out with the model's fill-in-the-middle markers (the text after the
+    /// cursor included) when it has them; `false`: the text before the cursor only.
+    pub fim: Option<bool>,
 }
 
 /// What the workspace index may read for the prompt's cross-file section.
@@ -326,6 +329,8 @@ pub struct CompletionConfig {
     pub max_right_chars: u32,
     /// `completion.crossFile`: the prompt's cross-file section (the workspace index).
     pub cross_file: bool,
+    /// `completion.fim`: FIM markers and the suffix when the model has them.
+    pub fim: bool,
 }
 
 impl Default for Config {
@@ -606,6 +611,7 @@ impl Options {
                 },
                 max_right_chars: c.max_right_chars.unwrap_or(crate::exclude::DEFAULT_MAX_RIGHT_CHARS),
                 cross_file: c.cross_file.unwrap_or(true),
+                fim: c.fim.unwrap_or(true),
             },
             cloud: {
                 let o = &self.cloud;

@@ -20,7 +20,6 @@ use super::{edit_similarity, percentile, source_files, Rng};
 use crate::config::Config;
 use crate::context::cross_file::Workspace;
 use crate::engine::Input;
-use crate::model::CancelFlag;
 use crate::syntax::{self, Spec};
 use crate::workspace::IndexOptions;
 
@@ -55,6 +54,13 @@ pub struct CallResult {
     pub arity: bool,
     /// The prompt's cross-file section defines the callee.
     pub section_defines: bool,
+    /// The index offered the callee's definition (before the budget chose what went in).
+    pub index_found: bool,
+    /// Prompt tokens from the start of the callee's definition in the section to the end of
+    /// the prompt (where the answer begins), when the section holds it.
+    pub callee_distance: Option<usize>,
+    /// Tokens of the cross-file section.
+    pub section_tokens: usize,
     pub prompt_tokens: usize,
     pub ttft_ms: f64,
 }
@@ -147,6 +153,21 @@ pub fn call_arity(code: &str, callee: &str) -> Option<usize> {
         from = at + callee.len();
     }
     None
+}
+
+/// Where `text` (a cross-file section or a snippet) defines `name`: `def name(` or
+/// `class name` followed by `(` or `:`.
+pub fn definition_at(text: &str, name: &str) -> Option<usize> {
+    let def = [format!("def {name}("), format!("class {name}("), format!("class {name}:")];
+    def.iter().filter_map(|d| text.match_indices(d.as_str()).find(|(at, _)| *at == 0 || !text[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '_')).map(|(at, _)| at)).min()
+}
+
+/// What the prompt plan of one hole held, seen on the model thread.
+#[derive(Debug, Default, Clone, Copy)]
+struct Probe {
+    defines: bool,
+    distance: Option<usize>,
+    section_tokens: usize,
 }
 
 /// Top-level and class-level names `text` defines itself.
@@ -250,6 +271,9 @@ fn project_names(files: &[PathBuf]) -> BTreeSet<String> {
     names
 }
 
+/// The modes each hole is asked in: name, with the cross-file section, with FIM markers.
+const MODES: &[(&str, bool, bool)] = &[("single-file", false, true), ("cross-file", true, true), ("single-file prefix-only", false, false), ("cross-file prefix-only", true, false)];
+
 pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed: u64, as_json: bool) -> Result<(), String> {
     if projects.is_empty() {
         return Err("--cross-file needs project folders: --source DIR (repeatable), e.g. packages unpacked from their sdists".into());
@@ -294,14 +318,23 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
         for hole in &picked {
             let tree = spec.parse(&hole.text);
             let cross = ws.cross_file(&hole.file, &hole.text, hole.cursor, Some((spec, &tree)), crate::prompt::budget::cross_file_bytes(config.completion.max_prompt_tokens));
-            for (mode, cross) in [("single-file", None), ("cross-file", cross.as_ref())] {
+            let index_found = cross.as_ref().is_some_and(|c| c.snippets.iter().any(|r| !r.recent && definition_at(&r.text, &hole.callee).is_some()));
+            for &(mode, with_section, fim) in MODES {
+                let cross = if with_section { cross.as_ref() } else { None };
                 let input = Input { text: &hole.text, cursor: hole.cursor, syntax: Some((spec, &tree)), cross_file: cross };
-                let draft = engine.draft(input);
-                let s = runtime.block_on(engine.run(input, draft, CancelFlag::new())).map_err(|e| e.to_string())?;
-                let got = s.text.split('\n').next().unwrap_or("").trim().to_owned();
-                let section_defines = cross.is_some_and(|c| {
-                    c.snippets.iter().any(|r| !r.recent && (r.text.contains(&format!("def {}(", hole.callee)) || r.text.contains(&format!("class {}", hole.callee))))
+                let mut draft = engine.draft(input);
+                draft.fim = fim;
+                let probe = std::sync::Arc::new(std::sync::Mutex::new(Probe::default()));
+                let (seen, callee) = (std::sync::Arc::clone(&probe), hole.callee.clone());
+                let inspect = Box::new(move |plan: &crate::prompt::PromptPlan, tokenizer: &dyn crate::model::Tokenize| {
+                    let section_tokens = plan.section(crate::prompt::Section::CrossFile).len();
+                    let at = definition_at(&plan.cross_file, &callee);
+                    let distance = at.map(|at| tokenizer.tokenize(&plan.cross_file[at..]).len() + plan.tokens.len().saturating_sub(section_tokens));
+                    *seen.lock().unwrap_or_else(|e| e.into_inner()) = Probe { defines: at.is_some(), distance, section_tokens };
                 });
+                let s = runtime.block_on(engine.run_inspected(input, draft, inspect)).map_err(|e| e.to_string())?;
+                let probe = *probe.lock().unwrap_or_else(|e| e.into_inner());
+                let got = s.text.split('\n').next().unwrap_or("").trim().to_owned();
                 results.push(CallResult {
                     mode,
                     file: hole.file.strip_prefix(&root).unwrap_or(&hole.file).display().to_string(),
@@ -312,7 +345,10 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
                     edit_similarity: edit_similarity(&got, &hole.target),
                     named: call_arity(&got, &hole.callee).is_some(),
                     arity: call_arity(&got, &hole.callee) == Some(hole.arity),
-                    section_defines,
+                    section_defines: probe.defines,
+                    index_found,
+                    callee_distance: probe.distance,
+                    section_tokens: probe.section_tokens,
                     suggestion: got,
                     prompt_tokens: s.timings.prompt_tokens,
                     ttft_ms: s.timings.ttft_ms,
@@ -326,14 +362,17 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
 
 fn report(results: &[CallResult], model: &Path, seed: u64, as_json: bool) {
     let mut summary = Vec::new();
-    for mode in ["single-file", "cross-file"] {
+    for &(mode, _, _) in MODES {
         let rs: Vec<&CallResult> = results.iter().filter(|r| r.mode == mode).collect();
         let n = rs.len().max(1) as f64;
         let share = |f: &dyn Fn(&CallResult) -> bool| rs.iter().filter(|r| f(r)).count() as f64 / n;
         let mut tokens: Vec<f64> = rs.iter().map(|r| r.prompt_tokens as f64).collect();
         let mut ttft: Vec<f64> = rs.iter().map(|r| r.ttft_ms).collect();
+        let mut distance: Vec<f64> = rs.iter().filter_map(|r| r.callee_distance).map(|d| d as f64).collect();
         summary.push(json!({
             "mode": mode,
+            "index_found_callee": share(&|r| r.index_found),
+            "callee_distance_median": percentile(&mut distance, 0.5),
             "holes": rs.len(),
             "exact_match": share(&|r| r.exact),
             "edit_similarity": rs.iter().map(|r| r.edit_similarity).sum::<f64>() / n,
@@ -349,18 +388,39 @@ fn report(results: &[CallResult], model: &Path, seed: u64, as_json: bool) {
         return;
     }
     println!("model: {}  seed: {}  (holes at calls of a function defined in another file of the project)", model.display(), seed);
-    println!("{:<12} {:>5} {:>7} {:>8} {:>7} {:>7} {:>9} {:>7} {:>9}", "mode", "holes", "exact", "editsim", "named", "arity", "defined", "tokens", "ttft p50");
+    println!("per hole (cross-file mode): callee in the index's candidates / in the section, tokens from its definition to the answer");
+    for r in results.iter().filter(|r| r.mode == "cross-file") {
+        let distance = r.callee_distance.map_or("-".to_owned(), |d| d.to_string());
+        println!(
+            "  {}:{} {:<24} index {:<3} section {:<3} distance {:>5}  named {:<3} arity {:<3} sim {:.2}",
+            r.file,
+            r.line,
+            r.callee,
+            if r.index_found { "yes" } else { "no" },
+            if r.section_defines { "yes" } else { "no" },
+            distance,
+            if r.named { "yes" } else { "no" },
+            if r.arity { "yes" } else { "no" },
+            r.edit_similarity,
+        );
+    }
+    println!(
+        "{:<24} {:>5} {:>7} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>9}",
+        "mode", "holes", "exact", "editsim", "named", "arity", "index", "section", "distance", "tokens", "ttft p50"
+    );
     for s in &summary {
         let pct = |k: &str| s[k].as_f64().unwrap_or(0.0) * 100.0;
         println!(
-            "{:<12} {:>5} {:>6.1}% {:>8.3} {:>6.1}% {:>6.1}% {:>8.1}% {:>7.0} {:>7.0}ms",
+            "{:<24} {:>5} {:>6.1}% {:>8.3} {:>6.1}% {:>6.1}% {:>6.1}% {:>7.1}% {:>8.0} {:>7.0} {:>7.0}ms",
             s["mode"].as_str().unwrap_or(""),
             s["holes"],
             pct("exact_match"),
             s["edit_similarity"].as_f64().unwrap_or(0.0),
             pct("callee_named"),
             pct("callee_arity"),
+            pct("index_found_callee"),
             pct("section_defines_callee"),
+            s["callee_distance_median"].as_f64().unwrap_or(0.0),
             s["prompt_tokens_median"].as_f64().unwrap_or(0.0),
             s["ttft_ms_median"].as_f64().unwrap_or(0.0),
         );
@@ -383,6 +443,15 @@ mod tests {
         assert_eq!(call_arity("unslug(a)", "slug"), None);
         assert_eq!(call_arity("slug(a,", "slug"), Some(1));
         assert_eq!(call_arity("User(name=n, group=g,)", "User"), Some(2));
+    }
+
+    #[test]
+    fn definitions_are_found_by_name_not_by_suffix() {
+        let section = "<file_sep>a.py\ndef unslug(x): ...\nclass Slug:\n    def slug(self, x): ...\n";
+        assert_eq!(definition_at(section, "slug"), section.find("def slug("));
+        assert_eq!(definition_at(section, "Slug"), section.find("class Slug:"));
+        assert_eq!(definition_at(section, "lug"), None);
+        assert_eq!(definition_at("class Cart(Base):\n", "Cart"), Some(0));
     }
 
     #[test]

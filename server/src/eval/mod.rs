@@ -205,6 +205,10 @@ pub(crate) fn load_engine(config: &Config, completion: crate::config::Completion
     Ok((runtime, Engine::new(model, completion), info))
 }
 
+/// The context strategies each hole is asked with: name (`{n}`: the window's lines), the
+/// naive window instead of ghostline's context, FIM markers and the suffix.
+const STRATEGIES: &[(&str, bool, bool)] = &[("scope fim", false, true), ("scope prefix-only", false, false), ("window{n} prefix-only", true, false), ("window{n} fim", true, true)];
+
 pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), String> {
     let (runtime, engine, info) = load_engine(config, config.completion.clone())?;
     let mut rng = Rng::new(options.seed);
@@ -223,9 +227,12 @@ pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), 
         for hole in &holes {
             let tree = spec.parse(&hole.text);
             let input = Input { cross_file: None, text: &hole.text, cursor: hole.cursor, syntax: Some((spec, &tree)) };
-            for strategy in ["scope", "window"] {
+            for &(strategy, window, fim) in STRATEGIES {
                 let mut draft = engine.draft(input);
-                if strategy == "window" {
+                draft.fim = fim;
+                if window {
+                    // The naive peer: whole lines before the cursor (and with FIM the rest of
+                    // the cursor's line after it), in the context's whole room.
                     draft.context = context::line_window(&hole.text, hole.cursor, options.window_lines, 0);
                     draft.max_prompt_tokens = info.n_ctx;
                 }
@@ -234,7 +241,7 @@ pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), 
                 let want = hole.target.trim_end();
                 results.push(HoleResult {
                     language: language.clone(),
-                    strategy: if strategy == "window" { format!("window{}", options.window_lines) } else { "scope".into() },
+                    strategy: strategy.replace("{n}", &options.window_lines.to_string()),
                     file: hole.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
                     line: hole.line + 1,
                     target: want.to_owned(),
@@ -286,10 +293,10 @@ fn report(results: &[HoleResult], model: &Path, options: &EvalOptions, as_json: 
         return;
     }
     println!("model: {}  seed: {}  (TTFT: cold prompt per hole, this machine)", model.display(), options.seed);
-    println!("{:<8} {:<10} {:>5} {:>8} {:>8} {:>9} {:>9} {:>9}", "lang", "strategy", "holes", "exact", "editsim", "tokens", "ttft p50", "ttft p95");
+    println!("{:<8} {:<22} {:>5} {:>8} {:>8} {:>9} {:>9} {:>9}", "lang", "strategy", "holes", "exact", "editsim", "tokens", "ttft p50", "ttft p95");
     for s in &summary {
         println!(
-            "{:<8} {:<10} {:>5} {:>7.1}% {:>8.3} {:>9.0} {:>7.0}ms {:>7.0}ms",
+            "{:<8} {:<22} {:>5} {:>7.1}% {:>8.3} {:>9.0} {:>7.0}ms {:>7.0}ms",
             s["language"].as_str().unwrap_or(""),
             s["strategy"].as_str().unwrap_or(""),
             s["holes"],

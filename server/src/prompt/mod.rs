@@ -44,6 +44,9 @@ pub struct Draft {
     pub max_prompt_tokens: u32,
     /// `completion.maxTokens` (at most half the context).
     pub max_tokens: u32,
+    /// `completion.fim`: lay the prompt out with the model's FIM markers (and the suffix) when
+    /// it has them; `false`: prefix only, whatever the model.
+    pub fim: bool,
 }
 
 /// What a draft is decoded for.
@@ -65,6 +68,18 @@ impl Draft {
     /// with its tokenizer, and only its tokens and stop predicate reach the decoder.
     pub fn into_request(self, memo: Arc<TokenMemo>, cancel: CancelFlag) -> GenerateRequest {
         GenerateRequest { prompt: Box::new(move |tokenizer: &dyn Tokenize, model: &VocabFacts| PromptPlan::build(&self, tokenizer, model, &memo).into_prompt()), cancel }
+    }
+
+    /// [`Draft::into_request`], with `inspect` shown the plan and the tokenizer on the model
+    /// thread before the tokens go to the decoder (`ghostline eval` measures where a
+    /// definition landed in the prompt this way).
+    pub fn into_request_inspected(self, memo: Arc<TokenMemo>, cancel: CancelFlag, inspect: Box<dyn Fn(&PromptPlan, &dyn Tokenize) + Send>) -> GenerateRequest {
+        let build = move |tokenizer: &dyn Tokenize, model: &VocabFacts| {
+            let plan = PromptPlan::build(&self, tokenizer, model, &memo);
+            inspect(&plan, tokenizer);
+            plan.into_prompt()
+        };
+        GenerateRequest { prompt: Box::new(build), cancel }
     }
 }
 
@@ -91,7 +106,8 @@ impl PromptPlan {
     pub fn build(draft: &Draft, tokenizer: &dyn Tokenize, model: &VocabFacts, memo: &TokenMemo) -> PromptPlan {
         let limits = budget::limits(model.n_ctx, draft.max_prompt_tokens as usize, draft.max_tokens as usize);
         let mut context = draft.context.clone();
-        if !model.fim.uses_suffix() {
+        let format = if draft.fim { model.fim.clone() } else { crate::model::fim::FimFormat::PrefixOnly };
+        if !format.uses_suffix() {
             context.suffix.clear();
         }
         let mut memo = memo.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -132,10 +148,10 @@ impl PromptPlan {
         let outline = before.len();
         before.extend(tokenizer.tokenize(&text.prefix));
         let suffix = tokenizer.tokenize(&text.suffix);
-        let room = limits.prompt.saturating_sub(layout::overhead(&model.fim, model.bos) + cross.len());
+        let room = limits.prompt.saturating_sub(layout::overhead(&format, model.bos) + cross.len());
         let (kept, suffix) = budget::cut(&before, &suffix, room);
         let outline = outline.saturating_sub(before.len() - kept.len());
-        let layout = layout::lay_out(&model.fim, model.bos, &cross, kept, outline, suffix);
+        let layout = layout::lay_out(&format, model.bos, &cross, kept, outline, suffix);
         let max_tokens = if draft.purpose == Purpose::Prompt { 0 } else { limits.max_tokens };
         PromptPlan { tokens: layout.tokens, sections: layout.sections, text, cross_file: cross_text, stop: draft.stop.clone(), max_tokens }
     }

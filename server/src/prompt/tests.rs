@@ -48,6 +48,7 @@ fn draft(max_prompt_tokens: u32) -> Draft {
         purpose: Purpose::Complete,
         max_prompt_tokens,
         max_tokens: 64,
+        fim: true,
     }
 }
 
@@ -74,6 +75,19 @@ fn prefix_only_leaves_the_suffix_out() {
     assert_eq!(plan.text.suffix, "");
     assert!(plan.section(Section::Suffix).is_empty() && plan.section(Section::Marker).is_empty());
     assert_eq!(text_of(&t, &plan.tokens), "import os\ndef helper(): ...\ndef f(x):\n    y = x + 1\n    return ");
+}
+
+/// `completion.fim: false` on a FIM model: the same tokens a prefix-only model gets (BOS
+/// kept), no marker, no suffix.
+#[test]
+fn fim_off_lays_a_fim_model_out_prefix_only() {
+    let t = Bytes::default();
+    let mut off = draft(1024);
+    off.fim = false;
+    let plan = PromptPlan::build(&off, &t, &qwen(4096), &TokenMemo::default());
+    assert!(plan.section(Section::Suffix).is_empty() && plan.section(Section::Marker).is_empty());
+    assert_eq!(plan.tokens[0], 1);
+    assert_eq!(text_of(&t, &plan.tokens[1..]), "import os\ndef helper(): ...\ndef f(x):\n    y = x + 1\n    return ");
 }
 
 /// The budget, once: the answer fits after the prompt in the context, the suffix keeps its
