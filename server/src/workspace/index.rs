@@ -512,8 +512,9 @@ impl Index {
     /// complete identifiers of the enclosing scope (the word at the cursor does not count,
     /// except as the `module.` qualifier before it), then of the rest of the file, so it stays
     /// byte-identical while the user types inside one scope (the rest of the file's identifiers
-    /// are walked once then: `TokenCache`). Ordered by (path, position in file); at most `max_bytes` of
-    /// text (each snippet's text and path).
+    /// are walked once then: `TokenCache`). Strongest first (the prompt's budget keeps the start of the
+    /// list; the section shows them by path and position); at most `max_bytes` of text (each
+    /// snippet's text and path).
     pub fn related(&self, path: &Path, text: &str, tree: &tree_sitter::Tree, spec: &'static Spec, cursor: usize, max_bytes: usize) -> Vec<Snippet> {
         let path = canonical(path);
         let state = self.read();

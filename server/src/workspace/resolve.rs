@@ -1,9 +1,10 @@
 //! Resolution near the cursor: the complete identifiers of the enclosing scope (and of the
 //! headers of the classes and impls around it), then those of the rest of the file, resolved
 //! through the file's imports to other files' definitions, with a fall-back to names defined in
-//! exactly one other file; ranked (the scope's first), cut to the byte budget, and ordered by
-//! path and position. When everything found fits, the result is the same for every cursor in
-//! the file: the head of its prompts, decoded when it opens, serves every scope.
+//! exactly one other file; ranked (the scope's first) and cut to the byte budget, strongest
+//! first. When everything found fits, the section made of it is the same for every cursor in
+//! the file (it is shown by path and position): the head of its prompts, decoded when it
+//! opens, serves every scope.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -230,7 +231,10 @@ fn bare(r: &mut Resolver<'_>, b: &Bindings, locals: &HashSet<String>, t: &Token,
     }
 }
 
-/// The picks that fit in `max_bytes`, strongest first, then ordered by (path, position).
+/// The picks that fit in `max_bytes`, strongest first. They stay in that order: the prompt's
+/// token budget keeps the start of the list (`prompt::budget::fit_cross_file`), and the
+/// section shows what it kept by path and position (`prompt::cross_file::render`), so the
+/// order of the list never reaches the prompt.
 fn select(state: &State, mut picks: Vec<Pick>, max_bytes: usize) -> Vec<Snippet> {
     let key = |p: &Pick| {
         let f = state.file(p.file);
@@ -251,10 +255,9 @@ fn select(state: &State, mut picks: Vec<Pick>, max_bytes: usize) -> Vec<Snippet>
             continue;
         }
         used += cost;
-        chosen.push((f.rel.as_str(), d.start, Snippet { path: f.rel.clone(), text: d.text.clone(), start_line: d.line }));
+        chosen.push(Snippet { path: f.rel.clone(), text: d.text.clone(), start_line: d.line });
     }
-    chosen.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    chosen.into_iter().map(|(_, _, s)| s).collect()
+    chosen
 }
 
 fn is_ident(c: char) -> bool {
