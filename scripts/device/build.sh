@@ -3,7 +3,14 @@
 # with the CUDA backend, and llama-server, from .device/base/llama-src.tar.xz into
 # .device/build, for Hopper (sm_90; CUDA_ARCHITECTURES overrides). Resumable: a second
 # call continues an interrupted build. TARGETS (default "llama llama-server") narrows it: the soak
-# needs only "llama".
+# needs only "llama" (`invariance.sh` "llama llama-quantize"). BUILD (default .device/build) and
+# EXTRA_CMAKE (more -D options, e.g. -DGGML_CUDA_FORCE_CUBLAS=ON) make a second, other build.
+#
+# The CPU backend is built without llamafile's sgemm and the repacked weights, as ghostline's own
+# build is (.cargo/config.toml): both take another code path for a batch than for one token.
+# GGML_NATIVE stays on (this machine's AVX-512 and AMX kernels; cpu-variants.sh builds the crate's
+# AVX2 ones apart): with every layer on the GPU the CPU only looks up the prompt's embedding rows,
+# one row at a time, the same in any batch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 d=.device
@@ -11,18 +18,21 @@ if [ ! -d "$d/src/llama.cpp" ]; then
   mkdir -p "$d/src"
   tar xJf "$d/base/llama-src.tar.xz" -C "$d/src"
 fi
-if [ ! -f "$d/build/build.ninja" ]; then
-  cmake -S "$d/src/llama.cpp" -B "$d/build" -G Ninja \
+build="${BUILD:-$d/build}"
+if [ ! -f "$build/build.ninja" ]; then
+  # shellcheck disable=SC2086
+  cmake -S "$d/src/llama.cpp" -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
     -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-90}" -DGGML_NATIVE=ON \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
-    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON
+    -DGGML_LLAMAFILE=OFF -DGGML_CPU_REPACK=OFF \
+    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON ${EXTRA_CMAKE:-}
 fi
 started=$(date +%s)
 # shellcheck disable=SC2086
-cmake --build "$d/build" -j"$(nproc)" --target ${TARGETS:-llama llama-server}
+cmake --build "$build" -j"$(nproc)" --target ${TARGETS:-llama llama-server}
 echo "build: $(( $(date +%s) - started )) s"
 [ -f "$d/bin/ghostline" ] || { mkdir -p "$d/bin" && xz -dc "$d/base/ghostline.xz" > "$d/bin/ghostline" && chmod +x "$d/bin/ghostline"; }
-LD_LIBRARY_PATH="$d/build/bin" "$d/bin/ghostline" --version
-[ ! -x "$d/build/bin/llama-server" ] || LD_LIBRARY_PATH="$d/build/bin" "$d/build/bin/llama-server" --version 2>&1 | tail -3
+LD_LIBRARY_PATH="$build/bin" "$d/bin/ghostline" --version
+[ ! -x "$build/bin/llama-server" ] || LD_LIBRARY_PATH="$build/bin" "$build/bin/llama-server" --version 2>&1 | tail -3

