@@ -197,9 +197,11 @@ fn callee_of<'a>(call: Node<'_>, text: &'a str) -> Option<(Option<&'a str>, &'a 
 }
 
 /// Candidate holes of one Python file: statements inside function bodies whose first call is
-/// to a name imported from the project (or `module.name` of an imported project module) and
-/// not defined in this file. `project` holds the names some other file of the project defines.
-pub fn call_holes(spec: &Spec, file: &Path, text: &str, project: &BTreeSet<String>) -> Vec<CallHole> {
+/// to a name imported from the project (or `module.name` of a project module the file
+/// imports) and not defined in this file. `project` holds the names some other file of the
+/// project defines, `modules` the project's module names (file stems): a qualifier that is
+/// not one (`_cv_app.get(…)` on an imported variable, `pickle.load(…)`) is no project call.
+pub fn call_holes(spec: &Spec, file: &Path, text: &str, project: &BTreeSet<String>, modules: &BTreeSet<String>) -> Vec<CallHole> {
     let tree = spec.parse(text);
     let imports = python_imports(text);
     let own = own_definitions(text);
@@ -243,7 +245,7 @@ pub fn call_holes(spec: &Spec, file: &Path, text: &str, project: &BTreeSet<Strin
         let Some((qualifier, name)) = callee_of(call, text) else { continue };
         let from_project = match qualifier {
             None => imports.contains_key(name) && !own.contains(name),
-            Some(q) => imports.get(q).is_some_and(|m| !m.contains('.') || m.starts_with('.') || project.contains(m.rsplit('.').next().unwrap_or(m))) && !own.contains(name),
+            Some(q) => imports.contains_key(q) && modules.contains(q) && !own.contains(name),
         };
         if !from_project || !project.contains(name) || name.len() < 3 {
             continue;
@@ -256,19 +258,19 @@ pub fn call_holes(spec: &Spec, file: &Path, text: &str, project: &BTreeSet<Strin
     holes
 }
 
-/// Names defined at top level or in classes anywhere in `files` (the project's own).
-fn project_names(files: &[PathBuf]) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
+/// Names defined at top level or in classes anywhere in `files` (the project's own), and the
+/// project's module names (`from pkg import utils` then `utils.f()`).
+fn project_names(files: &[PathBuf]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut names, mut modules) = (BTreeSet::new(), BTreeSet::new());
     for f in files {
         if let Ok(text) = std::fs::read_to_string(f) {
             names.extend(own_definitions(&text));
-            // Modules are names too (`from pkg import utils` then `utils.f()`).
-            if let Some(stem) = f.file_stem().and_then(|s| s.to_str()) {
-                names.insert(stem.to_owned());
+            if let Some(stem) = f.file_stem().and_then(|s| s.to_str()).filter(|s| *s != "__init__") {
+                modules.insert(stem.to_owned());
             }
         }
     }
-    names
+    (names, modules)
 }
 
 /// The modes each hole is asked in: name, with the cross-file section, with FIM markers.
@@ -297,11 +299,11 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
         let stats = ws.index.build(&|_, _| {});
         let mut files = Vec::new();
         source_files(&root, spec, &mut files, 0);
-        let names = project_names(&files);
+        let (names, modules) = project_names(&files);
         let mut candidates: Vec<CallHole> = files
             .iter()
             .filter_map(|f| std::fs::read_to_string(f).ok().filter(|t| t.len() < 200_000 && !t.contains('\r')).map(|t| (f, t)))
-            .flat_map(|(f, t)| call_holes(spec, f, &t, &names))
+            .flat_map(|(f, t)| call_holes(spec, f, &t, &names, &modules))
             .collect();
         // Named by the folder above a `src` layout's `src`.
         let name = root.iter().rev().find(|c| *c != "src").map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
@@ -457,12 +459,17 @@ mod tests {
     #[test]
     fn holes_at_calls_of_imported_project_names() {
         let spec = syntax::by_language_id("python").unwrap();
-        let text = "from .utils import slug\nimport os\n\ndef local(x):\n    return x\n\ndef page(title):\n    name = slug(title, '-')\n    base = os.path.join('a', name)\n    return local(name)\n";
-        let project: BTreeSet<String> = ["slug", "local", "utils"].iter().map(|s| s.to_string()).collect();
-        let holes = call_holes(spec, Path::new("pkg/views.py"), text, &project);
+        let text = "from .utils import slug\nfrom .globals import _ctx\nfrom . import nodes\nimport os\n\ndef local(x):\n    return x\n\ndef page(title):\n    name = slug(title, '-')\n    base = os.path.join('a', name)\n    c = _ctx.get(None)\n    return local(name)\n";
+        let project: BTreeSet<String> = ["slug", "local", "get", "Node"].iter().map(|s| s.to_string()).collect();
+        let modules: BTreeSet<String> = ["utils", "globals", "nodes"].iter().map(|s| s.to_string()).collect();
+        let holes = call_holes(spec, Path::new("pkg/views.py"), text, &project, &modules);
         assert_eq!(holes.len(), 1, "{holes:?}");
         let h = &holes[0];
-        assert_eq!((h.callee.as_str(), h.arity, h.target.as_str(), h.line), ("slug", 2, "name = slug(title, '-')", 7));
+        assert_eq!((h.callee.as_str(), h.arity, h.target.as_str(), h.line), ("slug", 2, "name = slug(title, '-')", 9));
+        // `_ctx` is a variable the file imports, not a module: `_ctx.get` is no project call.
+        let with_module = text.replace("    c = _ctx.get(None)\n", "    n = nodes.Node(name)\n");
+        let holes = call_holes(spec, Path::new("pkg/views.py"), &with_module, &project, &modules);
+        assert_eq!(holes.iter().map(|h| h.callee.as_str()).collect::<Vec<_>>(), ["slug", "Node"]);
         assert_eq!(&h.text[h.cursor - 4..h.cursor + 1], "    \n");
     }
 }
