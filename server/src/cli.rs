@@ -216,6 +216,10 @@ enum Command {
         /// opened in it either way): the cross-file section's cost, against a run without.
         #[arg(long)]
         no_cross_file: bool,
+        /// ghostline decodes with `--threads` always (`model.adaptiveThreads: false`), as the
+        /// peer does, instead of fewer while other processes keep cores busy.
+        #[arg(long)]
+        fixed_threads: bool,
         /// Instead of the latency report: N completions through one server, looping over the
         /// traces, with its memory sampled; reports the growth after a warm-up (target ≤ 1 %).
         #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg", "cold_sizes"])]
@@ -441,7 +445,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, prefill_chunk, open_pause, .. } => {
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, fixed_threads, prefill_chunk, open_pause, .. } => {
             let generate_ahead = !no_ahead;
             let options = crate::bench::Options {
                 traces,
@@ -457,6 +461,7 @@ pub fn main() -> ExitCode {
                 generate_ahead,
                 no_debounce,
                 cross_file: !no_cross_file,
+                adaptive_threads: !fixed_threads,
                 prefill_chunk,
                 open_pause_ms: open_pause,
             };
@@ -534,7 +539,8 @@ struct CompleteReport {
     strategy: String,
     model: PathBuf,
     format: String,
-    threads: u32,
+    /// `model.threads`: the most a request gets (the timings' `threads` is what this one got).
+    max_threads: u32,
     n_ctx: u32,
     /// The cross-file section offered to the prompt (before its budget), as text; empty
     /// without `--workspace` or when the workspace had nothing for this cursor.
@@ -585,7 +591,7 @@ async fn complete(file: &PathBuf, line: u32, character: u32, config: &config::Co
         strategy: format!("{:?}", s.strategy).to_lowercase(),
         model: info.path.clone(),
         format: info.format.to_string(),
-        threads: info.threads,
+        max_threads: info.threads,
         n_ctx: info.n_ctx,
         cross_file: cross_file.as_ref().map(crate::prompt::cross_file::offered).unwrap_or_default(),
     })

@@ -1,7 +1,8 @@
 //! `ghostline bench --batch-invariance`: does a prompt position's result depend on the batch it
 //! is decoded in? Decodes one prompt in several schedules — one batch, aligned 32-token batches,
 //! a prefix in one batch then the rest token by token, a prefix then uneven small batches (a
-//! keystroke's few tokens, drafted tokens checked at once) — each into a fresh context, and
+//! keystroke's few tokens, drafted tokens checked at once), and two of them with another thread
+//! count — each into a fresh context, and
 //! compares the last position's logits bit for bit. Through llama.cpp's graph evaluation
 //! callback (`cb_eval`, reached through `llama-cpp-sys-2`: `llama-cpp-2` does not expose it) it
 //! hashes every position's slice of every tensor the graph computes, and names the first
@@ -252,8 +253,11 @@ fn decode_schedule(model: *mut sys::llama_model, tokens: &[sys::llama_token], ba
     }
 }
 
-/// The schedules compared, for a prompt of `n` tokens: the first is the reference.
-fn schedules(n: usize) -> Vec<(String, Vec<usize>)> {
+/// The schedules compared, for a prompt of `n` tokens decoded with `threads` threads: the first
+/// is the reference. The last two use another thread count (1, or 2 when `threads` is 1): the
+/// model thread changes its count with the machine's load (`model::threads`), which must not
+/// change a result either.
+fn schedules(n: usize, threads: u32) -> Vec<(String, Vec<usize>, u32)> {
     let tail = 24.min(n - 1);
     let mut uneven = Vec::new();
     let mut left = (n - 1).min(40);
@@ -266,11 +270,16 @@ fn schedules(n: usize) -> Vec<(String, Vec<usize>)> {
         left -= s;
     }
     let prefix_uneven: usize = n - uneven.iter().sum::<usize>();
+    let other = if threads == 1 { 2 } else { 1 };
+    let s = |t: u32| if t == 1 { "" } else { "s" };
+    let one_at_a_time: Vec<usize> = std::iter::once(n - tail).chain(std::iter::repeat_n(1, tail)).collect();
     vec![
-        (format!("one batch of {n}"), vec![n]),
-        ("aligned batches of 32".into(), (0..n).step_by(32).map(|s| 32.min(n - s)).collect()),
-        (format!("{} in one batch, then {tail} one at a time", n - tail), std::iter::once(n - tail).chain(std::iter::repeat_n(1, tail)).collect()),
-        (format!("{prefix_uneven} in one batch, then batches of 5, 2, 7, 1, 11, 6, 13"), std::iter::once(prefix_uneven).chain(uneven).collect()),
+        (format!("one batch of {n}"), vec![n], threads),
+        ("aligned batches of 32".into(), (0..n).step_by(32).map(|s| 32.min(n - s)).collect(), threads),
+        (format!("{} in one batch, then {tail} one at a time", n - tail), one_at_a_time.clone(), threads),
+        (format!("{prefix_uneven} in one batch, then batches of 5, 2, 7, 1, 11, 6, 13"), std::iter::once(prefix_uneven).chain(uneven).collect(), threads),
+        (format!("one batch of {n}, {other} thread{}", s(other)), vec![n], other),
+        (format!("{} in one batch, then {tail} one at a time, {other} thread{}", n - tail, s(other)), one_at_a_time, other),
     ]
 }
 
@@ -316,8 +325,8 @@ fn compare(model: *mut sys::llama_model, text: &str, options: &Options, flash: b
     }
     let tokens = &tokens[..options.tokens.clamp(8, tokens.len())];
     let mut outcomes = Vec::new();
-    for (name, batches) in schedules(tokens.len()) {
-        let outcome = decode_schedule(model, tokens, &batches, options.threads, flash)?;
+    for (name, batches, threads) in schedules(tokens.len(), options.threads) {
+        let outcome = decode_schedule(model, tokens, &batches, threads, flash)?;
         outcomes.push((name, batches, outcome));
     }
     let reference = &outcomes[0].2;

@@ -71,6 +71,8 @@ pub struct Options {
     pub no_debounce: bool,
     /// ghostline's `completion.crossFile` (default: on; it needs a trace with a workspace).
     pub cross_file: bool,
+    /// ghostline's `model.adaptiveThreads` (default on; the peer's threads are fixed).
+    pub adaptive_threads: bool,
     /// ghostline's `model.prefillChunk` (default: its own default).
     pub prefill_chunk: Option<u32>,
     /// The pause after `didOpen` (a code-action request at the cursor, then the user reading).
@@ -108,6 +110,9 @@ pub struct Conditions {
     pub prefill_chunk: u32,
     /// ghostline's `completion.crossFile` (only traces with a workspace have other files).
     pub cross_file: bool,
+    /// ghostline's `model.adaptiveThreads`: fewer threads than `threads` while other processes
+    /// keep cores busy (llama-server has no such switch: its threads are fixed).
+    pub adaptive_threads: bool,
     /// Between `didOpen` and the first event: a code-action request at the cursor, then this
     /// pause (`--open-pause`); 0: none.
     pub open_pause_ms: u64,
@@ -138,7 +143,7 @@ fn position(c: crate::typing::Cursor) -> crate::lsp::LastPosition {
 pub fn run_sizes(opts: &Options) -> Result<sizes::SizesReport, String> {
     let (model, threads) = model_and_threads(opts.model.clone(), opts.threads)?;
     let peer = peer_binary(opts.peer.as_deref(), opts.peer_bin.clone())?.map(|bin| (bin, opts.peer_args.clone()));
-    sizes::run(&opts.cold_sizes, opts.runs.max(1), &model, threads, peer)
+    sizes::run(&opts.cold_sizes, opts.runs.max(1), &model, threads, opts.adaptive_threads, peer)
 }
 
 /// The model (`--model`, else `$GHOSTLINE_MODEL`) and llama.cpp's threads (`--threads`, else the
@@ -170,6 +175,7 @@ pub struct Setup {
     generate_ahead: bool,
     no_debounce: bool,
     cross_file: bool,
+    adaptive_threads: bool,
     prefill_chunk: u32,
     open_pause_ms: u64,
 }
@@ -192,6 +198,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         generate_ahead: opts.generate_ahead,
         no_debounce: opts.no_debounce,
         cross_file: opts.cross_file,
+        adaptive_threads: opts.adaptive_threads,
         open_pause_ms: opts.open_pause_ms,
         prefill_chunk: opts.prefill_chunk.unwrap_or_else(|| crate::model::backend::default_prefill_chunk(crate::model::backend::gpu_layers(None))),
     };
@@ -246,6 +253,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         generate_ahead: opts.generate_ahead,
         prefill_chunk: setup.prefill_chunk,
         cross_file: opts.cross_file,
+        adaptive_threads: opts.adaptive_threads,
         open_pause_ms: opts.open_pause_ms,
         load_average: (system::load_average(), 0.0),
     };

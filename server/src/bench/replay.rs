@@ -120,7 +120,7 @@ pub fn start_peer(bin: &Path, model: &Path, threads: u32, args: &[String], logs:
 pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -> Result<RunResult, String> {
     let log = std::fs::File::create(setup.logs.join("ghostline.log")).map_err(|e| e.to_string())?;
     let options = json!({
-        "model": {"path": setup.model, "threads": setup.threads, "contextSize": CONTEXT_SIZE, "batchSize": BATCH_SIZE, "prefillChunk": setup.prefill_chunk},
+        "model": {"path": setup.model, "threads": setup.threads, "contextSize": CONTEXT_SIZE, "batchSize": BATCH_SIZE, "prefillChunk": setup.prefill_chunk, "adaptiveThreads": setup.adaptive_threads},
         // Typed-ahead reuse is off: it would answer keys from the previous suggestion, a
         // client-side reuse the peer is not given either. With generating ahead (the default),
         // a request is answered by the generation started on its key, not by a call of its own.

@@ -66,6 +66,8 @@ pub struct SizesReport {
     pub backend: String,
     pub gpu_layers: String,
     pub threads: u32,
+    /// `model.adaptiveThreads` on ghostline's side (the peer's threads are fixed).
+    pub adaptive_threads: bool,
     pub context_size: u32,
     pub batch_size: u32,
     pub runs: usize,
@@ -116,12 +118,13 @@ fn cursors(text: &str, n: usize) -> Vec<usize> {
     out
 }
 
-pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<(PathBuf, Vec<String>)>) -> Result<SizesReport, String> {
+pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, adaptive_threads: bool, peer: Option<(PathBuf, Vec<String>)>) -> Result<SizesReport, String> {
     let text = corpus()?;
     let load_start = load_average();
     let mut options = config::Options::default();
     options.model.path = Some(model.to_path_buf());
     options.model.threads = Some(threads);
+    options.model.adaptive_threads = Some(adaptive_threads);
     options.model.context_size = Some(CONTEXT_SIZE);
     let config = options.resolve(None);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
@@ -220,6 +223,7 @@ pub fn run(sizes: &[u32], runs: usize, model: &Path, threads: u32, peer: Option<
         backend: info.backend.clone(),
         gpu_layers: info.gpu_layers.clone(),
         threads: info.threads,
+        adaptive_threads,
         context_size: info.n_ctx,
         batch_size: BATCH_SIZE,
         runs,

@@ -2,7 +2,11 @@
 //! typing trace into one server (its KV cache, saved KV states and generation ahead all in
 //! play; typed-ahead off, so that every answer is the model's) and asks a fresh process
 //! (`ghostline complete`) for the same text and cursor at every request: the two must agree
-//! token for token. A trace with a workspace replays in a copy of it, with the cross-file
+//! token for token. The warm side drafts tokens from the prompt at every chance and checks them
+//! in one batch (`model.draft: true`; it happens only where the kernels are batch-invariant);
+//! the cold side decodes one token at a time (`model.draft: false`): equal answers also say
+//! drafting changed nothing.
+//! A trace with a workspace replays in a copy of it, with the cross-file
 //! section on for both sides. Runs wherever the binary runs (the CPU in CI, a GPU through the device
 //! route).
 
@@ -46,6 +50,12 @@ pub struct Report {
     pub warm_prompt_tokens: u64,
     /// Requests whose prompt on the warm side held a cross-file section.
     pub with_cross_file: usize,
+    /// The warm side's generation, summed over the requests the model answered: tokens
+    /// generated, drafted, confirmed by the model, and the decodes it took.
+    pub warm_generated_tokens: u64,
+    pub warm_drafted_tokens: u64,
+    pub warm_accepted_tokens: u64,
+    pub warm_decode_passes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -95,7 +105,9 @@ pub fn run(options: &Options) -> Result<Report, String> {
 
     // The warm side: one server, every key and request of the trace in order, no waits (each
     // key's generation ahead is cancelled by the next, mid-prefill or mid-decode).
-    let settings = json!({"model": model_options, "completion": {"typedAhead": false}});
+    let mut warm_model = model_options.clone();
+    warm_model["draft"] = json!(true);
+    let settings = json!({"model": warm_model, "completion": {"typedAhead": false}});
     let session = typing::start_in(&exe, settings, root.as_deref(), Stdio::inherit(), TIMEOUT)?;
     let mut client = session.client;
     if root.is_some() {
@@ -108,6 +120,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
     let mut warm_prefill_tokens = 0;
     let mut warm_prompt_tokens = 0;
     let mut with_cross_file = 0;
+    let (mut generated, mut drafted, mut accepted, mut passes) = (0u64, 0u64, 0u64, 0u64);
     for event in &trace.events {
         match event.key.as_deref() {
             Some("\u{8}") => doc.backspace(&mut client),
@@ -131,6 +144,12 @@ pub fn run(options: &Options) -> Result<Report, String> {
         warm_prefill_tokens += last.timings.prefill_tokens as u64;
         warm_prompt_tokens += last.timings.prompt_tokens as u64;
         with_cross_file += usize::from(!last.cross_file.is_empty());
+        if last.timings.cache.is_none() {
+            generated += last.timings.generated_tokens as u64;
+            drafted += last.timings.drafted_tokens as u64;
+            accepted += last.timings.accepted_tokens as u64;
+            passes += last.timings.decode_passes as u64;
+        }
         let cursor = doc.cursor();
         asked.push(Asked {
             text: doc.text.clone(),
@@ -147,7 +166,9 @@ pub fn run(options: &Options) -> Result<Report, String> {
     // The cold side: a fresh process for every request.
     let doc_file = file;
     let settings_file = dir.join("settings.json");
-    std::fs::write(&settings_file, json!({"model": model_options}).to_string()).map_err(|e| e.to_string())?;
+    let mut cold_model = model_options.clone();
+    cold_model["draft"] = json!(false);
+    std::fs::write(&settings_file, json!({"model": cold_model}).to_string()).map_err(|e| e.to_string())?;
     let mut differ = Vec::new();
     for (request, a) in asked.iter().enumerate() {
         std::fs::write(&doc_file, &a.text).map_err(|e| format!("cannot write {}: {e}", doc_file.display()))?;
@@ -178,6 +199,10 @@ pub fn run(options: &Options) -> Result<Report, String> {
         warm_prefill_tokens,
         warm_prompt_tokens,
         with_cross_file,
+        warm_generated_tokens: generated,
+        warm_drafted_tokens: drafted,
+        warm_accepted_tokens: accepted,
+        warm_decode_passes: passes,
     })
 }
 
@@ -237,6 +262,10 @@ pub fn print_text(r: &Report) {
         pick(0.95),
         r.warm_prefill_tokens,
         r.warm_prompt_tokens
+    );
+    println!(
+        "warm generation (drafting on; the cold side without): {} tokens in {} decodes, {} drafted, {} confirmed",
+        r.warm_generated_tokens, r.warm_decode_passes, r.warm_drafted_tokens, r.warm_accepted_tokens
     );
     for d in &r.differ {
         println!(

@@ -63,6 +63,12 @@ pub struct ModelOptions {
     pub keep_alive: Option<KeepAlive>,
     /// Prompt tokens decoded per batch, in chunks aligned to position 0 (0: off).
     pub prefill_chunk: Option<u32>,
+    /// Decode with fewer than `threads` while other processes keep cores busy (default on).
+    pub adaptive_threads: Option<bool>,
+    /// Prompt-lookup drafting while generating: unset, where it pays by measurement; `true`
+    /// always; `false` never. Only where the kernels are batch-invariant (the text is then the
+    /// same as without it).
+    pub draft: Option<bool>,
 }
 
 /// `model.keepAlive`: seconds as a number (fractions allowed), or a string of numbers with
@@ -305,6 +311,13 @@ pub struct ModelConfig {
     /// answers are identical. 0: off (a warm request decodes only what changed). `None`: the
     /// backend's default (`model::backend::default_prefill_chunk`).
     pub prefill_chunk: Option<u32>,
+    /// `threads` is the most a job gets: fewer while other processes keep cores busy
+    /// (`model::threads`). Off: always `threads`.
+    pub adaptive_threads: bool,
+    /// Draft tokens from the prompt and check them in one batch (`model::llama`'s generation
+    /// loop), where the kernels are batch-invariant: `None` where it pays (measured as it
+    /// runs), `Some(true)` always, `Some(false)` never (one token per decode).
+    pub draft: Option<bool>,
     /// Set when no model was configured and one was discovered: which, and why.
     pub discovered: Option<String>,
 }
@@ -586,6 +599,8 @@ impl Options {
                 memory_budget_mb: m.memory_budget_mb.filter(|&mb| mb > 0),
                 keep_alive: m.keep_alive.and_then(|k| k.0),
                 prefill_chunk: m.prefill_chunk,
+                adaptive_threads: m.adaptive_threads.unwrap_or(true),
+                draft: m.draft,
                 discovered: None,
             },
             completion: CompletionConfig {

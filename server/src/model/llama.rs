@@ -170,6 +170,7 @@ fn load_and_serve(
             },
         };
         crate::fault::point("thread");
+        worker.choose_threads();
         // A panic in one job is contained here: the job fails, the KV cache is cleared (its
         // state is unknown), and the thread serves the next job.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -279,6 +280,73 @@ struct Worker<'m> {
     /// [`Worker::prefill`]). 0: off.
     align: usize,
     sampling: Sampling,
+    /// Threads for the next job, and how they are chosen (see [`Worker::choose_threads`]).
+    threads: Threads,
+    /// Prompt-lookup drafting in the generation loop (only where the kernels are
+    /// batch-invariant: a drafted batch must compute what one token at a time would).
+    draft: Draft,
+}
+
+/// Whether the generation loop drafts (`model.draft`).
+enum Draft {
+    Never,
+    Always,
+    /// Where it pays, by what the model thread measures (see [`DraftGate`]).
+    Auto(DraftGate),
+}
+
+/// When drafting pays: a drafted token adds `extra` ms to its batch, a token decoded alone
+/// takes `single` ms, and the model confirms a share `accept` of the tokens prompt lookup
+/// proposes — measured on every lookup, drafted or not, against the tokens generated next, so it
+/// costs nothing to know. A draft of k tokens saves `accept`·k lone decodes and costs
+/// k·`extra`: it pays while `accept`·`single` > `extra`. Before any draft was timed, the gate
+/// drafts once `accept` is over a half; then it re-times a draft once in [`EXPLORE`] declines.
+/// On the CPU's batch-invariant kernels a batch costs nearly its tokens (README, "A busy
+/// machine"), so this rarely holds there.
+#[derive(Default)]
+struct DraftGate {
+    single: Ewma,
+    extra: Ewma,
+    accept: Ewma,
+    declined: u32,
+}
+
+const EXPLORE: u32 = 64;
+
+impl DraftGate {
+    fn pays(&mut self) -> bool {
+        let pays = match (self.single.0, self.extra.0, self.accept.0) {
+            (Some(single), Some(extra), Some(accept)) => accept * single > extra,
+            (_, None, Some(accept)) => accept > 0.5,
+            _ => false,
+        };
+        if pays {
+            return true;
+        }
+        self.declined += 1;
+        self.extra.0.is_some() && self.declined % EXPLORE == 0
+    }
+}
+
+/// An exponentially weighted mean (`None` before the first value).
+#[derive(Default, Clone, Copy)]
+struct Ewma(Option<f64>);
+
+impl Ewma {
+    fn add(&mut self, x: f64) {
+        self.0 = Some(self.0.map_or(x, |m| m + 0.2 * (x - m)));
+    }
+}
+
+/// `model.threads` and what the model thread does with it.
+struct Threads {
+    /// The most a job gets (`model.threads`), and the count the context decodes with now.
+    max: u32,
+    now: u32,
+    /// The context's raw handle, to change its thread count; `None` keeps `max` for good.
+    raw: Option<*mut llama_cpp_sys_2::llama_context>,
+    /// Follow the machine's load (`model.adaptiveThreads`, and a readable `/proc`).
+    load: Option<&'static super::threads::Load>,
 }
 
 impl<'m> Worker<'m> {
@@ -327,6 +395,15 @@ impl<'m> Worker<'m> {
             .collect();
         let bos = vocab.should_add_bos().then(|| vocab.bos().0);
         let file_sep = Some(vocab.fim_sep().0).filter(|&t| t >= 0);
+        let raw = raw_context(&ctx);
+        if raw.is_none() {
+            tracing::warn!("cannot reach llama.cpp's context to change its thread count; decoding with {threads} threads always");
+        }
+        let load = if config.adaptive_threads { super::threads::Load::shared() } else { None };
+        let align = config
+            .prefill_chunk
+            .unwrap_or_else(|| super::backend::default_prefill_chunk(super::backend::gpu_layers(config.gpu_layers)))
+            .min(n_batch) as usize;
         let mut worker = Worker {
             model,
             ctx,
@@ -341,11 +418,15 @@ impl<'m> Worker<'m> {
             suggestions: Lru::new(SUGGESTION_CACHE),
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
-            align: config
-                .prefill_chunk
-                .unwrap_or_else(|| super::backend::default_prefill_chunk(super::backend::gpu_layers(config.gpu_layers)))
-                .min(n_batch) as usize,
+            align,
             sampling,
+            threads: Threads { max: threads.max(1) as u32, now: threads.max(1) as u32, raw, load },
+            draft: match config.draft {
+                _ if !invariant || align > 0 => Draft::Never,
+                Some(false) => Draft::Never,
+                Some(true) => Draft::Always,
+                None => Draft::Auto(DraftGate::default()),
+            },
         };
         worker.warm_up()?;
         Ok(worker)
@@ -364,6 +445,47 @@ impl<'m> Worker<'m> {
         self.cached.clear();
         self.aligned_upto = 0;
         self.saved.clear();
+    }
+
+    /// Drops KV entries past `cached` (drafted tokens the model did not confirm, or did not get
+    /// to): the cache holds exactly `cached` again.
+    fn drop_unconfirmed(&mut self) {
+        if self.ctx.clear_kv_cache_seq(Some(0), Some(self.cached.len() as u32), None).is_err() {
+            self.forget_cache();
+        }
+    }
+
+    /// What a decode pass of one sampled token and `drafted` drafted ones took, for the gate.
+    fn learn_cost(&mut self, ms: f64, drafted: usize) {
+        let Draft::Auto(gate) = &mut self.draft else { return };
+        match (drafted, gate.single.0) {
+            (0, _) => gate.single.add(ms),
+            (k, Some(single)) => gate.extra.add(((ms - single) / k as f64).max(0.0)),
+            _ => {}
+        }
+    }
+
+    /// Of `proposed` tokens prompt lookup gave, the model generated the first `matched` next.
+    fn learn_acceptance(&mut self, matched: usize, proposed: usize) {
+        if let Draft::Auto(gate) = &mut self.draft {
+            gate.accept.add(matched as f64 / proposed.max(1) as f64);
+        }
+    }
+
+    /// Sets the threads of the next job: `model.threads`, or with `model.adaptiveThreads` one
+    /// per core that other processes leave free (`model::threads`). llama.cpp's result for a
+    /// position does not depend on its thread count (each output element is one thread's dot
+    /// product; `bench --batch-invariance` compares 1 and N threads bit for bit).
+    fn choose_threads(&mut self) {
+        let (Some(raw), Some(load)) = (self.threads.raw, self.threads.load) else { return };
+        let n = load.threads(self.threads.max);
+        if n != self.threads.now {
+            tracing::debug!(from = self.threads.now, to = n, "threads follow the machine's load");
+            // SAFETY: `raw` is this worker's live context (see `raw_context`), used on the
+            // model thread only.
+            unsafe { llama_cpp_sys_2::llama_set_n_threads(raw, n as i32, n as i32) };
+            self.threads.now = n;
+        }
     }
 
     fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
@@ -401,12 +523,29 @@ impl<'m> Worker<'m> {
         let mut cut = None;
         let mut logits_at = self.batch.n_tokens() - 1;
         let mut first_token_at = None;
+        // Drafted tokens decoded after the last sampled one, not yet confirmed: the KV cache
+        // holds them at the positions after `cached`, and the batch holds their logits at
+        // `logits_at + 1 …`.
+        let mut drafts: Vec<LlamaToken> = Vec::new();
+        let mut confirmed = 0;
+        // A lookup not drafted, checked against what is generated next: (proposed, matched).
+        let mut unchecked: Option<(Vec<LlamaToken>, usize)> = None;
+        timings.threads = self.threads.now;
         for _ in 0..max_tokens {
             if cancel.is_cancelled() {
+                self.drop_unconfirmed();
                 return Err(GenerateError::Cancelled);
             }
             let token = sampler.sample(&self.ctx, logits_at);
             first_token_at.get_or_insert_with(Instant::now);
+            if let Some((proposed, matched)) = &mut unchecked {
+                let hit = proposed.get(*matched) == Some(&token);
+                *matched += usize::from(hit);
+                if !hit || *matched == proposed.len() {
+                    self.learn_acceptance(*matched, proposed.len());
+                    unchecked = None;
+                }
+            }
             if vocab.is_eog(token) || (fim_stops && self.extra_stops.contains(&token.0)) {
                 break;
             }
@@ -420,14 +559,48 @@ impl<'m> Worker<'m> {
             if self.cached.len() + 1 >= n_ctx {
                 break;
             }
+            // The model confirmed the next drafted token: it is in the KV cache already, and
+            // its logits are the next in the batch.
+            if drafts.get(confirmed) == Some(&token) {
+                confirmed += 1;
+                timings.accepted_tokens += 1;
+                self.cached.push(token);
+                logits_at += 1;
+                continue;
+            }
+            if !drafts.is_empty() {
+                self.learn_acceptance(confirmed, drafts.len());
+            }
+            self.drop_unconfirmed();
+            drafts = match self.draft {
+                Draft::Never => Vec::new(),
+                _ if unchecked.is_some() => Vec::new(),
+                _ => prompt_lookup(&self.cached, token, DRAFT_MAX.min(n_ctx.saturating_sub(self.cached.len() + 2))),
+            };
+            if let Draft::Auto(gate) = &mut self.draft {
+                if !drafts.is_empty() && !gate.pays() {
+                    unchecked = Some((std::mem::take(&mut drafts), 0));
+                }
+            }
+            confirmed = 0;
+            timings.drafted_tokens += drafts.len();
             self.batch.clear();
-            self.batch
-                .add(token, self.cached.len() as i32, &[0], true)
-                .map_err(|e| GenerateError::Failed(e.to_string()))?;
+            for (i, &t) in std::iter::once(&token).chain(&drafts).enumerate() {
+                self.batch
+                    .add(t, (self.cached.len() + i) as i32, &[0], true)
+                    .map_err(|e| GenerateError::Failed(e.to_string()))?;
+            }
+            let pass = Instant::now();
             self.ctx.decode(&mut self.batch).map_err(|e| GenerateError::Failed(e.to_string()))?;
+            self.learn_cost(pass.elapsed().as_secs_f64() * 1e3, drafts.len());
+            timings.decode_passes += 1;
             self.cached.push(token);
             logits_at = 0;
         }
+        if !drafts.is_empty() {
+            self.learn_acceptance(confirmed, drafts.len());
+        }
+        self.drop_unconfirmed();
         let end = Instant::now();
         let first = first_token_at.unwrap_or(end);
         timings.ttft_ms = (first - start).as_secs_f64() * 1e3;
@@ -578,5 +751,104 @@ fn valid_utf8_prefix(bytes: &[u8]) -> &str {
     match std::str::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+/// Drafted tokens at most per forward pass.
+const DRAFT_MAX: usize = 8;
+/// Longest and shortest run of the context's last tokens looked up in what came before.
+const LOOKUP_NGRAM: std::ops::RangeInclusive<usize> = 2..=3;
+
+/// Prompt lookup (code repeats itself: names, argument lists, a line copied from the section):
+/// the tokens that followed the latest earlier occurrence of the last few tokens of `cached`
+/// followed by `next`, at most `max` of them; none when those tokens occur nowhere before.
+fn prompt_lookup(cached: &[LlamaToken], next: LlamaToken, max: usize) -> Vec<LlamaToken> {
+    if max == 0 {
+        return Vec::new();
+    }
+    for n in LOOKUP_NGRAM.rev() {
+        if cached.len() < n {
+            continue;
+        }
+        // The key: the last n-1 cached tokens, then `next`.
+        let tail = &cached[cached.len() + 1 - n..];
+        let found = (0..cached.len() - n).rev().find(|&i| cached[i..i + n - 1] == *tail && cached[i + n - 1] == next);
+        if let Some(i) = found {
+            let from = i + n;
+            return cached[from..(from + max).min(cached.len())].to_vec();
+        }
+    }
+    Vec::new()
+}
+
+/// The raw `llama_context` behind `ctx`, to change its thread count between jobs
+/// (`llama_set_n_threads`), which llama-cpp-2 (pinned at 0.1.160 in Cargo.toml) does not
+/// wrap. Its context's `Debug` output is that pointer, `LlamaContext { context: 0x… }`; any
+/// other shape, or a pointer that does not answer with this context's sizes, gives `None`, and
+/// the threads then stay as configured. `tests`: the test below fails when an upgrade changes it.
+fn raw_context(ctx: &LlamaContext<'_>) -> Option<*mut llama_cpp_sys_2::llama_context> {
+    let shown = format!("{ctx:?}");
+    let hex = shown.strip_prefix("LlamaContext { context: 0x")?.strip_suffix(" }")?;
+    let address = usize::from_str_radix(hex, 16).ok().filter(|&a| a != 0)?;
+    let raw: *mut llama_cpp_sys_2::llama_context = std::ptr::with_exposed_provenance_mut(address);
+    // SAFETY: the address is the context's own handle as its wrapper printed it; read-only
+    // getters confirm it before it is used.
+    let same = unsafe { llama_cpp_sys_2::llama_n_ctx(raw) == ctx.n_ctx() && llama_cpp_sys_2::llama_n_batch(raw) == ctx.n_batch() };
+    same.then_some(raw)
+}
+
+#[cfg(test)]
+mod draft_tests {
+    use super::*;
+
+    fn t(v: &[i32]) -> Vec<LlamaToken> {
+        v.iter().copied().map(LlamaToken).collect()
+    }
+
+    #[test]
+    fn lookup_proposes_what_followed_the_latest_match() {
+        // … 5 6 7 8 9 … 5 6 7 1 2 …, then 5 6 sampled 7: the latest "6 7" is followed by 1 2.
+        let cached = t(&[1, 5, 6, 7, 8, 9, 4, 5, 6, 7, 1, 2, 3, 5, 6]);
+        assert_eq!(prompt_lookup(&cached, LlamaToken(7), 8), t(&[1, 2, 3, 5, 6]));
+        assert_eq!(prompt_lookup(&cached, LlamaToken(7), 2), t(&[1, 2]));
+        // Only the 2-token key matches ("6 4" never occurs, "4" after 9 does: n=2 is "x 4").
+        assert_eq!(prompt_lookup(&t(&[9, 4, 3, 2, 9]), LlamaToken(4), 8), t(&[3, 2, 9]));
+        // Nothing before matches, or nothing may be drafted.
+        assert!(prompt_lookup(&cached, LlamaToken(42), 8).is_empty());
+        assert!(prompt_lookup(&cached, LlamaToken(7), 0).is_empty());
+        assert!(prompt_lookup(&t(&[1]), LlamaToken(1), 8).is_empty());
+    }
+
+    #[test]
+    fn the_key_itself_is_not_a_match() {
+        // "3 4" occurs only as the key (cached ends in 3, next is 4): nothing follows it.
+        assert!(prompt_lookup(&t(&[1, 2, 3]), LlamaToken(4), 8).is_empty());
+        // A match must leave at least one token after it.
+        assert_eq!(prompt_lookup(&t(&[3, 4, 3]), LlamaToken(4), 8), t(&[3]));
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_drafts_only_when_the_confirmed_share_pays_for_the_batch() {
+        let mut gate = DraftGate::default();
+        assert!(!gate.pays(), "nothing known: no draft");
+        gate.single.add(11.0);
+        gate.accept.add(0.2);
+        assert!(!gate.pays(), "a low confirmed share, never timed: no draft");
+        gate.accept = Ewma(Some(0.6));
+        assert!(gate.pays(), "a high confirmed share: time one draft");
+        // This CPU: a drafted token adds ~7.5 ms to a batch, a lone token takes ~11 ms.
+        gate.extra.add(7.5);
+        assert!(!gate.pays(), "0.6 × 11 < 7.5");
+        gate.accept = Ewma(Some(0.9));
+        assert!(gate.pays(), "0.9 × 11 > 7.5");
+        // Declined, it re-times a draft once in EXPLORE declines.
+        gate.accept = Ewma(Some(0.1));
+        let drafted = (0..EXPLORE * 2).filter(|_| gate.pays()).count();
+        assert_eq!(drafted, 2);
     }
 }

@@ -19,6 +19,7 @@ pub mod gguf;
 mod llama;
 pub mod memory;
 mod residency;
+pub mod threads;
 
 pub use fim::{FimFormat, Token};
 pub use residency::Residency;
@@ -201,6 +202,15 @@ pub struct Timings {
     /// Tokens per second after the first one (0 when fewer than two tokens).
     pub decode_tokens_per_s: f64,
     pub total_ms: f64,
+    /// llama.cpp threads this request was decoded with (`model.threads` at most; fewer while
+    /// other processes keep cores busy, see `model::threads`). 0 when nothing was decoded.
+    pub threads: u32,
+    /// Generation drafted tokens from the prompt and checked them in one batch (see
+    /// `Worker::prefill_and_decode`): tokens proposed, tokens the model confirmed, and the
+    /// decodes the generation took (one per token without drafting).
+    pub drafted_tokens: usize,
+    pub accepted_tokens: usize,
+    pub decode_passes: usize,
     /// Answered without the model: from the suggestion cache (same prompt as before), from a
     /// generation made ahead for this prompt (the figures above are then that generation's), or
     /// by typed-ahead reuse (the user typed the start of the previous suggestion).
