@@ -165,10 +165,11 @@ fn the_section_holds_what_the_scope_uses_from_sibling_files_and_never_excluded_o
 
 /// On the FIM test model (a vocabulary with a file separator, id 5): the prompt's section has
 /// the `<file_sep>` token before each path, first of all, and the callee's definition among
-/// its files. (`lastTimings`' `cross_file` is every snippet offered, with comment headers: not
-/// the prompt's own text.) What the model does with it, measured: after `cents = apply_` it
-/// writes `discount(coupon.code, cents)`. It names the callee and gives it the definition's
-/// two arguments, but not the right ones (`cents, coupon.percent`).
+/// its files; `lastTimings`' `cross_file` is that section as the prompt carried it (a
+/// `<file_sep>` for each separator token, no comment headers). What the model does with it,
+/// measured: after `cents = apply_` it writes `discount(coupon.code, cents)`. It names the
+/// callee and gives it the definition's two arguments, but not the right ones (`cents,
+/// coupon.percent`).
 #[test]
 fn the_fim_test_model_gets_a_file_separated_section_and_names_the_callee() {
     const FILE_SEP: u64 = 5;
@@ -182,14 +183,19 @@ fn the_fim_test_model_gets_a_file_separated_section_and_names_the_callee() {
     let answer = inline_completion(&mut client, &cart_uri, line, character);
     assert!(answer.get("error").is_none(), "{answer}");
     let last = last_completion(&mut client);
-    let offered = last["cross_file"].as_str().unwrap_or("");
-    assert!(offered.contains("def apply_discount(price_cents: int, percent: float) -> int"), "{offered}");
+    let section = last["cross_file"].as_str().unwrap_or("");
+    assert!(section.contains("<file_sep>shop/discounts.py\n"), "{section}");
+    assert!(section.contains("def apply_discount(price_cents: int, percent: float) -> int"), "{section}");
+    assert!(section.starts_with("<file_sep>") && section.ends_with("<file_sep>shop/cart.py\n"), "{section}");
+    assert!(!section.contains("# path:"), "comment headers the prompt does not carry: {section}");
     let prompt: Vec<u64> = last["prompt"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
     // <file_sep> first (no BOS), one per file and one for the current file; then
     // <fim_prefix> (11) after the last separator, and <fim_suffix> (12) <fim_middle> (13) last.
     assert_eq!(prompt[0], FILE_SEP, "{last}");
     let seps = prompt.iter().filter(|&&t| t == FILE_SEP).count();
     assert!(seps >= 3, "{seps} separators: discounts.py, another file, cart.py expected: {last}");
+    // The reported section has the prompt's files, no more (what its budget kept), no fewer.
+    assert_eq!(section.matches("<file_sep>").count(), seps, "{section}");
     let last_sep = prompt.iter().rposition(|&t| t == FILE_SEP).unwrap();
     let pre = prompt.iter().position(|&t| t == 11).unwrap();
     assert!(last_sep < pre, "{last}");
