@@ -15,10 +15,11 @@ const ITEM_LINES: usize = 6;
 /// Functions longer than this are only ever shown by their signature.
 const FULL_LINES: usize = 40;
 
-/// The tree of `text` with the scope blanked out (every byte but line breaks a space): the
-/// outline comes from it, so that a half-typed line inside the scope, which can leave the
-/// real tree in error far beyond the scope, never changes the outline. Cached for the last
-/// text, since typing inside one scope keeps asking for the same one.
+/// The tree of `text` with the scope blanked out (every byte but line breaks a space), and
+/// long comment runs (`syntax::comment_runs`): the outline comes from it, so that a
+/// half-typed line inside the scope, which can leave the real tree in error far beyond the
+/// scope, never changes the outline. Cached for the last text, since typing inside one scope
+/// keeps asking for the same one.
 pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
     static LAST: crate::memo::Last<Tree> = crate::memo::Last::new();
     let mut blank = text.as_bytes().to_vec();
@@ -57,6 +58,14 @@ pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
         let line_len = text[next_line..scope.end].find('\n').unwrap_or(scope.end - next_line);
         if line_len >= body_indent + 3 {
             blank[next_line + body_indent..next_line + body_indent + 3].copy_from_slice(b"...");
+        }
+    }
+    if spec.name == "python" {
+        // Long comment runs as spaces too, as the document's own parse reads them: a parse from
+        // scratch on every changed text must not pay the grammar's quadratic cost for them.
+        let runs = std::str::from_utf8(&blank).map(|t| crate::syntax::comment_runs(t.split_inclusive('\n'))).unwrap_or_default();
+        for r in runs {
+            blank[r].fill(b' ');
         }
     }
     LAST.get_or((spec.name, &blank), || spec.parser().parse(&blank, None).expect("parsing without a timeout or cancellation"))
