@@ -63,7 +63,7 @@ pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
     if spec.name == "python" {
         // Long comment runs as spaces too, as the document's own parse reads them: a parse from
         // scratch on every changed text must not pay the grammar's quadratic cost for them.
-        let runs = std::str::from_utf8(&blank).map(|t| crate::syntax::comment_runs(t.split_inclusive('\n'))).unwrap_or_default();
+        let runs = std::str::from_utf8(&blank).map(|t| crate::syntax::comment_runs(crate::syntax::lines(t))).unwrap_or_default();
         for r in runs {
             blank[r].fill(b' ');
         }
@@ -195,4 +195,39 @@ enum Kind {
     Item,
     Def,
     Container,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The outline's parse reads a long comment run outside the scope as spaces, as the
+    /// document's parse does: no comment node left in it, the function around it whole, its
+    /// signature in the outline.
+    #[test]
+    fn the_outline_parse_reads_long_comment_runs_as_spaces() {
+        let spec = crate::syntax::by_language_id("python").unwrap();
+        let text = "def g(a: int) -> int:\n    x = a\n".to_owned() + &"    # a long note, one of many\n".repeat(1_750) + "    return x\n\n\ndef f():\n    return 1\n";
+        let scope = text.find("def f").unwrap()..text.len();
+        let tree = tree_without(spec, &text, &scope);
+        let mut cursor = tree.walk();
+        let mut comments = 0;
+        'walk: loop {
+            comments += usize::from(cursor.node().kind() == "comment");
+            if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                continue;
+            }
+            while cursor.goto_parent() {
+                if cursor.goto_next_sibling() {
+                    continue 'walk;
+                }
+            }
+            break;
+        }
+        assert_eq!(comments, 0);
+        let g = tree.root_node().child(0).unwrap();
+        assert_eq!((g.kind(), &text[g.end_byte() - 8..g.end_byte()]), ("function_definition", "return x"));
+        let items = outline(spec, &tree, &text, &scope);
+        assert!(items.iter().any(|i| i.text == "def g(a: int) -> int: ..."), "{items:?}");
+    }
 }

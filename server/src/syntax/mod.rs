@@ -162,9 +162,33 @@ pub fn comment_runs<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> Vec<st
     out
 }
 
+/// The lines of `text` with their line breaks, a line ending at `\n`, `\r\n` or a lone `\r`
+/// (as LSP and the document's rope count them).
+pub fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let b = text.as_bytes();
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= b.len() {
+            return None;
+        }
+        let mut end = start;
+        while end < b.len() {
+            end += 1;
+            match b[end - 1] {
+                b'\n' => break,
+                b'\r' if b.get(end) != Some(&b'\n') => break,
+                _ => {}
+            }
+        }
+        let line = &text[start..end];
+        start = end;
+        Some(line)
+    })
+}
+
 /// `text` with [`comment_runs`] turned into spaces (Python), for a parse from scratch.
 pub fn without_comment_runs(text: &str) -> std::borrow::Cow<'_, str> {
-    let runs = comment_runs(text.split_inclusive('\n'));
+    let runs = comment_runs(lines(text));
     if runs.is_empty() {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -256,6 +280,20 @@ pub fn in_string_or_comment(tree: &Tree, at: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_end_as_lsp_counts_them_and_only_long_runs_are_blanked() {
+        assert_eq!(lines("a\nb\r\nc\rd").collect::<Vec<_>>(), ["a\n", "b\r\n", "c\r", "d"]);
+        assert_eq!(lines("").count(), 0);
+        let short = "def f():\n".to_owned() + &"    # c\n".repeat(COMMENT_RUN - 1) + "    pass\n";
+        assert!(comment_runs(lines(&short)).is_empty());
+        // Blank lines and a quoted comment count in the run; the quoted one is kept.
+        let long = "def f():\n    # it's\n\n".to_owned() + &"    # c\r\n".repeat(COMMENT_RUN - 1) + "    pass\n";
+        let blanked = without_comment_runs(&long);
+        assert_eq!(blanked.len(), long.len());
+        assert_eq!(blanked.matches("# c").count(), 0);
+        assert!(blanked.contains("    # it's\n\n       \r\n"), "{blanked:?}");
+    }
 
     #[test]
     fn every_registered_grammar_and_query_loads() {
