@@ -2,6 +2,11 @@
 //! point panic once per process. Points: `completion` (inside a completion handler), `job`
 //! (inside a model job, caught on the model thread), `thread` (kills the model thread).
 //! Unset in normal use, where each check is one relaxed atomic load after the first.
+//!
+//! Holds, for tests that must see work in the middle without racing the clock:
+//! `GHOSTLINE_HOLD=point=file,…` stops the thread that reaches a named point until `file`
+//! exists (the test creates it), once per process. Point: `index` (the index build, halfway
+//! through its files).
 
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
@@ -20,6 +25,34 @@ pub fn point(point: &str) {
     if fire {
         panic!("injected fault at `{point}` (GHOSTLINE_FAULTS)");
     }
+}
+
+fn holds() -> &'static Mutex<Vec<(String, std::path::PathBuf)>> {
+    static HOLDS: OnceLock<Mutex<Vec<(String, std::path::PathBuf)>>> = OnceLock::new();
+    HOLDS.get_or_init(|| {
+        let holds = std::env::var("GHOSTLINE_HOLD").unwrap_or_default();
+        let parsed = holds.split(',').filter_map(|h| h.split_once('=')).map(|(p, f)| (p.trim().to_owned(), std::path::PathBuf::from(f))).collect();
+        Mutex::new(parsed)
+    })
+}
+
+/// Waits, the first time `point` is reached, until the file `GHOSTLINE_HOLD` names for it
+/// exists (at most ten minutes: a test that forgot to release it fails on its own timeout
+/// first, and the server goes on).
+pub fn hold(point: &str) {
+    let file = {
+        let mut holds = holds().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match holds.iter().position(|(p, _)| p == point) {
+            Some(i) => holds.remove(i).1,
+            None => return,
+        }
+    };
+    tracing::info!("held at `{point}` until {} exists (GHOSTLINE_HOLD)", file.display());
+    let started = std::time::Instant::now();
+    while !file.exists() && started.elapsed() < std::time::Duration::from_secs(600) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    tracing::info!("released at `{point}` after {:.1} s", started.elapsed().as_secs_f64());
 }
 
 /// The message of the last panic on any thread, as recorded by [`install_panic_hook`].

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::watch;
 
-use crate::context::Strategy;
+use crate::context::{LaidOut, Strategy};
 use crate::engine::Suggestion;
 use crate::model::{CancelFlag, GenerateError};
 
@@ -54,6 +54,8 @@ struct Inner {
     /// The prompt decoded ahead where the cursor rests: its text and cursor, and its cancel
     /// flag (a request for the same key keeps it: it is that request's prompt).
     rest: Option<(Key, CancelFlag)>,
+    /// The cross-file section of the last prompt built for the document, as laid out.
+    laid_out: LaidOut,
 }
 
 /// One document's completion session. See the module's documentation.
@@ -81,6 +83,14 @@ impl Session {
     pub fn close(&self) {
         self.text_changed();
         self.lock().shown = None;
+    }
+
+    /// Where the prompts of the document leave their cross-file section as they laid it out
+    /// (give it to each [`crate::context::CrossFile`] made for the document): after an answer,
+    /// the section of the prompt that made it — the request's own, or the generation ahead's
+    /// it waited for.
+    pub fn laid_out(&self) -> LaidOut {
+        self.lock().laid_out.clone()
     }
 
     /// The engine changed (other settings): what it made no longer counts. Work in flight runs

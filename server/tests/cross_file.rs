@@ -165,10 +165,11 @@ fn the_section_holds_what_the_scope_uses_from_sibling_files_and_never_excluded_o
 
 /// On the FIM test model (a vocabulary with a file separator, id 5): the prompt's section has
 /// the `<file_sep>` token before each path, first of all, and the callee's definition among
-/// its files. (`lastTimings`' `cross_file` is every snippet offered, with comment headers: not
-/// the prompt's own text.) What the model does with it, measured: after `cents = apply_` it
-/// writes `discount(coupon.code, cents)`. It names the callee and gives it the definition's
-/// two arguments, but not the right ones (`cents, coupon.percent`).
+/// its files; `lastTimings`' `cross_file` is that section as the prompt carried it (a
+/// `<file_sep>` for each separator token, no comment headers). What the model does with it,
+/// measured: after `cents = apply_` it writes `discount(coupon.code, cents)`. It names the
+/// callee and gives it the definition's two arguments, but not the right ones (`cents,
+/// coupon.percent`).
 #[test]
 fn the_fim_test_model_gets_a_file_separated_section_and_names_the_callee() {
     const FILE_SEP: u64 = 5;
@@ -182,14 +183,19 @@ fn the_fim_test_model_gets_a_file_separated_section_and_names_the_callee() {
     let answer = inline_completion(&mut client, &cart_uri, line, character);
     assert!(answer.get("error").is_none(), "{answer}");
     let last = last_completion(&mut client);
-    let offered = last["cross_file"].as_str().unwrap_or("");
-    assert!(offered.contains("def apply_discount(price_cents: int, percent: float) -> int"), "{offered}");
+    let section = last["cross_file"].as_str().unwrap_or("");
+    assert!(section.contains("<file_sep>shop/discounts.py\n"), "{section}");
+    assert!(section.contains("def apply_discount(price_cents: int, percent: float) -> int"), "{section}");
+    assert!(section.starts_with("<file_sep>") && section.ends_with("<file_sep>shop/cart.py\n"), "{section}");
+    assert!(!section.contains("# path:"), "comment headers the prompt does not carry: {section}");
     let prompt: Vec<u64> = last["prompt"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
     // <file_sep> first (no BOS), one per file and one for the current file; then
     // <fim_prefix> (11) after the last separator, and <fim_suffix> (12) <fim_middle> (13) last.
     assert_eq!(prompt[0], FILE_SEP, "{last}");
     let seps = prompt.iter().filter(|&&t| t == FILE_SEP).count();
     assert!(seps >= 3, "{seps} separators: discounts.py, another file, cart.py expected: {last}");
+    // The reported section has the prompt's files, no more (what its budget kept), no fewer.
+    assert_eq!(section.matches("<file_sep>").count(), seps, "{section}");
     let last_sep = prompt.iter().rposition(|&t| t == FILE_SEP).unwrap();
     let pre = prompt.iter().position(|&t| t == 11).unwrap();
     assert!(last_sep < pre, "{last}");
@@ -271,10 +277,10 @@ fn the_prompt_where_the_cursor_rests_is_decoded_before_the_first_request() {
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
 
-/// Indexing runs in the background: 10,000 files, and a completion asked for as soon as
-/// `initialized` is sent (before the indexing's progress can have ended) is answered. (Which
-/// comes first is not asserted: the test model's load outlasts the 10,000 files' walk and
-/// parse; `tests/workspace.rs` checks, counting calls, that `related` answers during a build.)
+/// Indexing runs in the background: a completion is answered while the build of a 10,000-file
+/// workspace is still going on. No race with the clock: the build is held halfway through its
+/// files (`GHOSTLINE_HOLD=index=…`, released by creating a file) until the answer has come;
+/// only then is it let go, and its `$/progress` ends with the count of every file.
 #[test]
 fn a_large_workspace_is_indexed_in_the_background() {
     let root = workspace("cross-file-large");
@@ -285,25 +291,42 @@ fn a_large_workspace_is_indexed_in_the_background() {
             std::fs::write(dir.join(format!("f{f:03}.py")), format!("def helper_{d}_{f}(x: int) -> int:\n    return x + {f}\n")).unwrap();
         }
     }
-    let mut client = spawn();
+    let release = temp_dir("cross-file-large-release").join("release");
+    let data = std::env::temp_dir().join("ghostline-test-data");
+    let hold = format!("index={}", release.display());
+    let env = [("GHOSTLINE_MODEL", ""), ("XDG_DATA_HOME", data.to_str().unwrap()), ("GHOSTLINE_HOLD", hold.as_str())];
+    let mut client = StdioClient::spawn(&binary(), &["lsp"], &env, std::process::Stdio::inherit()).unwrap();
     let r = client
         .request("initialize", json!({"processId": null, "rootUri": uri(&root), "capabilities": {"window": {"workDoneProgress": true}}, "initializationOptions": {"model": {"path": model()}, "context": {"maxFiles": 20000}}}), TIMEOUT)
         .unwrap();
     assert!(r.get("error").is_none(), "{r}");
     client.notify("initialized", json!({}));
+    wait_ready(&mut client);
+    let token = client
+        .wait_notification("$/progress", TIMEOUT, |p| p["value"]["title"].as_str().is_some_and(|t| t.contains("indexing")))
+        .map(|n| n["params"]["token"].clone())
+        .unwrap_or_else(|e| panic!("no indexing progress: {e}"));
+    let ended = |client: &StdioClient| client.notifications.iter().any(|n| n["method"] == "$/progress" && n["params"]["token"] == token && n["params"]["value"]["kind"] == "end");
     let cart_uri = uri(&root.join("shop/cart.py"));
     let (text, line, character) = cart("cents = ");
     open(&mut client, &cart_uri, &text);
-    let asked = client.send_request(
-        "textDocument/inlineCompletion",
-        json!({"textDocument": {"uri": cart_uri}, "position": {"line": line, "character": character}, "context": {"triggerKind": 1}}),
-    );
-    let message = indexed(&mut client);
-    let answer = client.wait_response(asked, TIMEOUT).unwrap();
+    // Answered by the model (a prompt was decoded, a suggestion made) while the build is held.
+    let answer = inline_completion(&mut client, &cart_uri, line, character);
     assert!(answer.get("error").is_none(), "{answer}");
-    // "N files, M definitions, X MB, S s": all 10,000 files and the workspace's own.
+    let last = last_completion(&mut client);
+    assert_eq!(last["uri"], cart_uri.as_str(), "{last}");
+    assert!(last["timings"]["prompt_tokens"].as_u64().unwrap_or(0) > 0 && !last["text"].as_str().unwrap_or("").is_empty(), "no real answer: {last}");
+    let items = answer["result"]["items"].as_array().map_or(0, Vec::len);
+    assert_eq!(items, 1, "the suggestion was not sent: {answer}");
+    assert!(!ended(&client), "the indexing ended before it was released");
+    std::fs::write(&release, "").unwrap();
+    let end = client
+        .wait_notification("$/progress", TIMEOUT, |p| p["token"] == token && p["value"]["kind"] == "end")
+        .unwrap_or_else(|e| panic!("indexing did not end: {e}"));
+    let message = end["params"]["value"]["message"].as_str().unwrap_or("").to_owned();
+    // "N files, M definitions, X MB, S s": all 10,000 files and the workspace's own (7 at most).
     let files: usize = message.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{message}"));
-    assert!(message.contains(" files, ") && files >= 10_000, "not all 10,000 files: {message}");
+    assert!(message.contains(" files, ") && (10_000..=10_007).contains(&files), "not all 10,000 files: {message}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
 

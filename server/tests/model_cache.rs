@@ -86,6 +86,7 @@ fn decoding_ahead_what_the_cache_holds_keeps_the_rest() {
         path: "shapes.py".into(),
         comment: "#",
         snippets: vec![Related { path: "geometry.py".into(), text: "def circle_area(r: float) -> float: ...".into(), line: 3, recent: false }],
+        ..Default::default()
     };
     let input = Input { cross_file: Some(&cross), text: &text, cursor: line_start + col as usize, syntax: Some((spec, &tree)) };
     let rt = rt();
@@ -262,7 +263,7 @@ fn the_prompt_plan_with_the_real_tokenizer() {
     let (prefix, suffix) = ("def area(r):\n    return math.", "\n\nprint(area(2))\n");
     let context = ContextParts { strategy: Strategy::Scope, outline, prefix_start: 13, prefix: prefix.into(), suffix: suffix.into() };
     let related = Related { path: "geo/units.py".into(), text: "def to_metres(feet: float) -> float: ...".into(), line: 3, recent: false };
-    let cross_file = CrossFile { path: "geo/shapes.py".into(), comment: "#", snippets: vec![related] };
+    let cross_file = CrossFile { path: "geo/shapes.py".into(), comment: "#", snippets: vec![related], ..Default::default() };
     let draft = Draft { context, stop: StopRule::unbounded(), cross_file: Some(cross_file), purpose: Purpose::Complete, max_prompt_tokens: 1024, max_tokens: 4, fim: true };
     type Seen = (PromptPlan, Vec<(Section, String)>, VocabFacts);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<Seen>));

@@ -251,7 +251,9 @@ async function showLastTimings(): Promise<unknown> {
   const section = typeof crossFile === "string" ? crossFile : "";
   const shown: Record<string, unknown> = {
     ...figures,
-    cross_file_paths: [...section.matchAll(/^# path: (.*)$/gm)].map((m) => m[1]),
+    // Path headers as the prompt carried them: a comment (`# path: …`, `// path: …`), or the
+    // model's file separator (`<file_sep>…`).
+    cross_file_paths: [...section.matchAll(/^(?:(?:#|\/\/) path: |<file_sep>)(.*)$/gm)].map((m) => m[1]),
     cross_file_bytes: Buffer.byteLength(section),
   };
   if (vscode.workspace.getConfiguration(SECTION).get<boolean>("debug.logCode", false)) {

@@ -106,7 +106,7 @@ impl Workspace {
             return None;
         }
         let comment = syntax.map_or("#", |(spec, _)| spec.line_comment());
-        Some(CrossFile { path: rel, comment, snippets })
+        Some(CrossFile { path: rel, comment, snippets, laid_out: Default::default() })
     }
 
     /// The user saw or edited `path` around `line`: a chunk of it joins the recent ones, when

@@ -66,6 +66,42 @@ pub struct CrossFile {
     pub comment: &'static str,
     /// Definitions and recent chunks, most wanted first: the budget keeps them in this order.
     pub snippets: Vec<Related>,
+    /// Where the prompt plan leaves the section as it laid it out.
+    pub laid_out: LaidOut,
+}
+
+/// The cross-file section as a prompt plan laid it out: what its budget kept, with the
+/// model's file separator (written `<file_sep>`) or comment headers. Written by
+/// `crate::prompt::PromptPlan::build` on the model thread, read by whoever made the
+/// [`CrossFile`] (the server reports it in `ghostline/lastTimings`). Clones share it, so a
+/// caller can hand the same one to every prompt of a document. Not part of what a section is:
+/// any two compare equal.
+#[derive(Clone, Default)]
+pub struct LaidOut(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl LaidOut {
+    pub fn set(&self, section: String) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = section;
+    }
+
+    /// The last section written; empty before any.
+    pub fn get(&self) -> String {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
+impl PartialEq for LaidOut {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for LaidOut {}
+
+impl std::fmt::Debug for LaidOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LaidOut")
+    }
 }
 
 /// One piece of another file.

@@ -15,10 +15,11 @@ const ITEM_LINES: usize = 6;
 /// Functions longer than this are only ever shown by their signature.
 const FULL_LINES: usize = 40;
 
-/// The tree of `text` with the scope blanked out (every byte but line breaks a space): the
-/// outline comes from it, so that a half-typed line inside the scope, which can leave the
-/// real tree in error far beyond the scope, never changes the outline. Cached for the last
-/// text, since typing inside one scope keeps asking for the same one.
+/// The tree of `text` with the scope blanked out (every byte but line breaks a space), and
+/// long comment runs (`syntax::comment_runs`): the outline comes from it, so that a
+/// half-typed line inside the scope, which can leave the real tree in error far beyond the
+/// scope, never changes the outline. Cached for the last text, since typing inside one scope
+/// keeps asking for the same one.
 pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
     static LAST: crate::memo::Last<Tree> = crate::memo::Last::new();
     let mut blank = text.as_bytes().to_vec();
@@ -57,6 +58,14 @@ pub fn tree_without(spec: &Spec, text: &str, scope: &Range<usize>) -> Tree {
         let line_len = text[next_line..scope.end].find('\n').unwrap_or(scope.end - next_line);
         if line_len >= body_indent + 3 {
             blank[next_line + body_indent..next_line + body_indent + 3].copy_from_slice(b"...");
+        }
+    }
+    if spec.name == "python" {
+        // Long comment runs as spaces too, as the document's own parse reads them: a parse from
+        // scratch on every changed text must not pay the grammar's quadratic cost for them.
+        let runs = std::str::from_utf8(&blank).map(|t| crate::syntax::comment_runs(crate::syntax::lines(t))).unwrap_or_default();
+        for r in runs {
+            blank[r].fill(b' ');
         }
     }
     LAST.get_or((spec.name, &blank), || spec.parser().parse(&blank, None).expect("parsing without a timeout or cancellation"))
@@ -186,4 +195,39 @@ enum Kind {
     Item,
     Def,
     Container,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The outline's parse reads a long comment run outside the scope as spaces, as the
+    /// document's parse does: no comment node left in it, the function around it whole, its
+    /// signature in the outline.
+    #[test]
+    fn the_outline_parse_reads_long_comment_runs_as_spaces() {
+        let spec = crate::syntax::by_language_id("python").unwrap();
+        let text = "def g(a: int) -> int:\n    x = a\n".to_owned() + &"    # a long note, one of many\n".repeat(1_750) + "    return x\n\n\ndef f():\n    return 1\n";
+        let scope = text.find("def f").unwrap()..text.len();
+        let tree = tree_without(spec, &text, &scope);
+        let mut cursor = tree.walk();
+        let mut comments = 0;
+        'walk: loop {
+            comments += usize::from(cursor.node().kind() == "comment");
+            if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                continue;
+            }
+            while cursor.goto_parent() {
+                if cursor.goto_next_sibling() {
+                    continue 'walk;
+                }
+            }
+            break;
+        }
+        assert_eq!(comments, 0);
+        let g = tree.root_node().child(0).unwrap();
+        assert_eq!((g.kind(), &text[g.end_byte() - 8..g.end_byte()]), ("function_definition", "return x"));
+        let items = outline(spec, &tree, &text, &scope);
+        assert!(items.iter().any(|i| i.text == "def g(a: int) -> int: ..."), "{items:?}");
+    }
 }

@@ -120,7 +120,9 @@ impl Backend {
                     timings: s.timings.clone(),
                     prompt: s.timings.prompt.clone(),
                     ahead: engine.ahead_counts(),
-                    cross_file: cross_file.as_ref().map(crate::prompt::cross_file::offered).unwrap_or_default(),
+                    // As the prompt that made the answer laid it out (its budget's cut, the
+                    // model's file separator).
+                    cross_file: cross_file.as_ref().filter(|c| engine.config.cross_file && !c.snippets.is_empty()).map(|c| c.laid_out.get()).unwrap_or_default(),
                 });
             }
             current

@@ -1,4 +1,7 @@
-//! Open documents: a rope per document, kept in sync with incremental `didChange` events.
+//! Open documents: a rope per document, kept in sync with incremental `didChange` events, and
+//! its tree. Python is parsed with long comment runs read as spaces (`syntax::comment_runs`),
+//! which keeps the parse linear; an edit is widened over the comment and blank lines around
+//! it, whose blanking it may change, so the incremental parse stays that of the text read.
 
 use ropey::Rope;
 use tower_lsp_server::gen_lsp_types::{Position, TextDocumentContentChangeEvent};
@@ -25,6 +28,8 @@ struct Syntax {
     spec: &'static Spec,
     parser: Parser,
     tree: Tree,
+    /// Python: long comment runs are parsed as spaces.
+    blank: bool,
 }
 
 /// A document's whole text and its tree, as the workspace index takes it when the document is
@@ -60,8 +65,9 @@ impl Document {
         }
         if let Some(spec) = syntax::by_language_id(&self.language_id) {
             let mut parser = spec.parser();
-            if let Some(tree) = parse_rope(&mut parser, &self.rope, None) {
-                self.syntax = Some(Syntax { spec, parser, tree });
+            let blank = spec.name == "python";
+            if let Some(tree) = parse_rope(&mut parser, &self.rope, None, blank) {
+                self.syntax = Some(Syntax { spec, parser, tree, blank });
             }
         }
     }
@@ -73,7 +79,7 @@ impl Document {
         let edits = changes.iter().map(|change| self.apply(change, enc)).collect();
         let too_big = self.rope.len_bytes() > MAX_SYNTAX_BYTES;
         match &mut self.syntax {
-            Some(s) if !too_big => match parse_rope(&mut s.parser, &self.rope, Some(&s.tree)) {
+            Some(s) if !too_big => match parse_rope(&mut s.parser, &self.rope, Some(&s.tree), s.blank) {
                 Some(tree) => s.tree = tree,
                 None => self.syntax = None,
             },
@@ -91,14 +97,19 @@ impl Document {
                 let start = encoding::to_char_clamped(&self.rope, c.range.start, enc);
                 let end = encoding::to_char_clamped(&self.rope, c.range.end, enc).max(start);
                 let (start_byte, old_end_byte) = (self.rope.char_to_byte(start), self.rope.char_to_byte(end));
-                let (start_position, old_end_position) = (point(&self.rope, start_byte), point(&self.rope, old_end_byte));
+                // The span the parser reads differently: the edit, or its widening.
+                let (from, to) = match &self.syntax {
+                    Some(s) if s.blank => widened(&self.rope, start_byte, old_end_byte),
+                    _ => (start_byte, old_end_byte),
+                };
+                let (start_position, old_end_position) = (point(&self.rope, from), point(&self.rope, to));
                 self.rope.remove(start..end);
                 self.rope.insert(start, &c.text);
                 if let Some(s) = &mut self.syntax {
-                    let new_end_byte = start_byte + c.text.len();
+                    let new_end_byte = start_byte + c.text.len() + (to - old_end_byte);
                     s.tree.edit(&InputEdit {
-                        start_byte,
-                        old_end_byte,
+                        start_byte: from,
+                        old_end_byte: to,
                         new_end_byte,
                         start_position,
                         old_end_position,
@@ -189,15 +200,54 @@ fn point(rope: &Rope, byte: usize) -> Point {
     Point { row: line, column: byte - rope.line_to_byte(line) }
 }
 
-/// Parses the rope chunk by chunk, reusing `old` (already edited) when given.
-fn parse_rope(parser: &mut Parser, rope: &Rope, old: Option<&Tree>) -> Option<Tree> {
+/// The bytes `[start, end)` of `rope` (an edit's, before it) widened to whole lines and over the
+/// blank and comment lines around them: a comment run there can grow past
+/// `syntax::COMMENT_RUN` or split by the edit, and so change which lines are read as spaces.
+/// Lines outside are read as before (a run ends at a line of code).
+fn widened(rope: &Rope, start: usize, end: usize) -> (usize, usize) {
+    let in_run = |line: usize| syntax::line_kind(&std::borrow::Cow::from(rope.line(line))) != syntax::LineKind::Other;
+    let mut first = rope.byte_to_line(start);
+    while first > 0 && in_run(first - 1) {
+        first -= 1;
+    }
+    let mut last = rope.byte_to_line(end);
+    while last + 1 < rope.len_lines() && in_run(last + 1) {
+        last += 1;
+    }
+    (rope.line_to_byte(first), rope.line_to_byte(last + 1))
+}
+
+/// Parses the rope chunk by chunk, reusing `old` (already edited) when given; `blank`: with
+/// `syntax::comment_runs` read as spaces.
+fn parse_rope(parser: &mut Parser, rope: &Rope, old: Option<&Tree>, blank: bool) -> Option<Tree> {
+    let runs = if blank { syntax::comment_runs(rope.lines().map(std::borrow::Cow::from)) } else { Vec::new() };
+    parse_counted(parser, rope, old, &runs, true, &mut 0)
+}
+
+/// [`parse_rope`] with the ranges to read as spaces given (`blank`; else read as they are, in
+/// the same pieces), counting in `reads` the reads the parser asks for: one per chunk of the
+/// rope, range, or piece between two ranges; the parser reads again what it looks at again.
+fn parse_counted(parser: &mut Parser, rope: &Rope, old: Option<&Tree>, runs: &[std::ops::Range<usize>], blank: bool, reads: &mut usize) -> Option<Tree> {
+    const SPACES: [u8; 256] = [b' '; 256];
     let len = rope.len_bytes();
     let mut read = |byte: usize, _: Point| -> &[u8] {
+        *reads += 1;
         if byte >= len {
             return &[];
         }
+        // The first range that ends after `byte`: spaces inside it, text up to it.
+        let range = runs.get(runs.partition_point(|r| r.end <= byte));
+        if let Some(r) = range.filter(|r| blank && r.start <= byte) {
+            return &SPACES[..(r.end - byte).min(SPACES.len())];
+        }
         let (chunk, chunk_start, _, _) = rope.chunk_at_byte(byte);
-        &chunk.as_bytes()[byte - chunk_start..]
+        let bytes = &chunk.as_bytes()[byte - chunk_start..];
+        let end = match range {
+            Some(r) if r.start > byte => r.start - byte,
+            Some(r) => r.end - byte,
+            None => bytes.len(),
+        };
+        &bytes[..end.min(bytes.len())]
     };
     parser.parse_with_options(&mut read, old, None)
 }
@@ -217,10 +267,124 @@ mod tests {
         .into()
     }
 
+    /// The document's tree is a fresh parse of its text as read (long comment runs blanked):
+    /// same shape and same byte ranges.
     fn assert_tree_matches(d: &Document) {
         let text = d.rope.to_string();
-        let fresh = syntax::by_language_id("python").unwrap().parse(&text);
+        let fresh = syntax::by_language_id("python").unwrap().parse(&syntax::without_comment_runs(&text));
+        let shape = |t: &Tree| {
+            let mut out = Vec::new();
+            let mut cursor = t.walk();
+            'walk: loop {
+                let n = cursor.node();
+                out.push((n.kind(), n.byte_range()));
+                if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                    continue;
+                }
+                while cursor.goto_parent() {
+                    if cursor.goto_next_sibling() {
+                        continue 'walk;
+                    }
+                }
+                break out;
+            }
+        };
         assert_eq!(d.tree().unwrap().root_node().to_sexp(), fresh.root_node().to_sexp(), "{text:?}");
+        assert_eq!(shape(d.tree().unwrap()), shape(&fresh), "{text:?}");
+    }
+
+    /// `def f():` and `n` comment lines in its body, then its last line.
+    fn comment_run(n: usize) -> String {
+        let mut text = String::from("def f():\n    x = 1\n");
+        for i in 0..n {
+            text.push_str(&format!("    # step {i}: nothing to see here, only a long run of comment lines\n"));
+        }
+        text.push_str("    return x\n");
+        text
+    }
+
+    /// tree-sitter-python's scanner reads every following comment line again for each comment
+    /// line of a run in an indented block: counted here as the reads the parser asks for (it
+    /// reads again what it looks at again). With the run blanked, the reads grow with the
+    /// lines; read as they are, with their square (the control: the count does see the cost).
+    #[test]
+    fn a_long_comment_run_is_parsed_in_linear_work() {
+        let spec = syntax::by_language_id("python").unwrap();
+        let count = |n: usize, blank: bool| {
+            let rope = Rope::from_str(&comment_run(n));
+            let mut reads = 0;
+            let started = std::time::Instant::now();
+            let runs = syntax::comment_runs(rope.lines().map(std::borrow::Cow::from));
+            assert_eq!(runs.len(), n);
+            let tree = parse_counted(&mut spec.parser(), &rope, None, &runs, blank, &mut reads).unwrap();
+            let function = tree.root_node().child(0).unwrap();
+            assert_eq!((function.kind(), function.end_byte()), ("function_definition", rope.len_bytes() - 1));
+            (reads, started.elapsed())
+        };
+        let (blanked, took) = count(1_750, true);
+        let (read_as_is, took_as_is) = count(1_750, false);
+        // And as the document was parsed before: in the rope's chunks, nothing blanked.
+        let rope = Rope::from_str(&comment_run(1_750));
+        let started = std::time::Instant::now();
+        parse_rope(&mut spec.parser(), &rope, None, false).unwrap();
+        let before = started.elapsed();
+        eprintln!("1,750 comment lines in a def: {blanked} reads, {took:?} blanked; {read_as_is} reads, {took_as_is:?} as they are; {before:?} in the rope's chunks");
+        // Two pieces a line (the comment, its line break), read a few times over.
+        assert!(blanked <= 8 * 1_750, "{blanked} reads for 1,750 lines");
+        assert!(read_as_is > 20 * blanked, "the control: {read_as_is} reads as they are, {blanked} blanked");
+        // Twice the lines, about twice the reads (not four times).
+        let (double, _) = count(3_500, true);
+        assert!(double <= 2 * blanked + 64, "{double} reads for 3,500 lines, {blanked} for 1,750");
+        // A short run keeps its comments: the tree says where they are.
+        let d = Document::new(&comment_run(syntax::COMMENT_RUN - 1), 1, "python".into());
+        let at = d.rope.to_string().find("# step 3").unwrap() + 3;
+        assert!(syntax::in_string_or_comment(d.tree().unwrap(), at));
+    }
+
+    /// Edits that make a run long enough to blank, split it, join two, or turn its lines into
+    /// code and back: after each, the incremental tree is the fresh parse of the text as read.
+    #[test]
+    fn edits_that_make_and_break_comment_runs_keep_the_tree_in_step() {
+        let n = syntax::COMMENT_RUN as u32;
+        let mut d = Document::new(&comment_run(n as usize - 1), 1, "python".into());
+        assert_tree_matches(&d);
+        let edits = [
+            edit(2, 0, 2, 0, "    # one more: the run is long enough now\n"),
+            edit(5, 4, 5, 5, "x = 0 #"),           // a comment in the run becomes code
+            edit(5, 4, 5, 11, "#"),                // and a comment again
+            edit(1, 9, 1, 9, "\n    # after x"),   // a comment line typed at the run's top
+            edit(9, 0, 9, 0, "    y = 2\n"),        // code splits the run in two short ones
+            edit(9, 0, 10, 0, ""),                 // and joins them again
+            edit(3, 6, 3, 6, "'"),                 // a quote keeps its line, the run goes on
+            edit(0, 0, 0, 0, "# top\n"),           // a comment above the def
+            edit(3, 0, 12, 0, ""),                 // most of the run deleted
+        ];
+        for e in edits {
+            d.apply_all(&[e], Encoding::Utf16);
+            assert_tree_matches(&d);
+        }
+        // At module level a comment's token looks no further than its line, and a quoted
+        // comment stays one in a blanked run: after it, the parser would take the old comment
+        // tokens below as they were, if the widened edit did not say that they are spaces now
+        // (or comments again).
+        let mut text = String::from("x = 1\n# it's quoted\n");
+        for i in 0..n - 2 {
+            text.push_str(&format!("# note {i}\n"));
+        }
+        text.push_str("y = 2\n\n# after\nz = 3\n");
+        let mut d = Document::new(&text, 1, "python".into());
+        assert_tree_matches(&d);
+        let edits = [
+            edit(n, 0, n, 0, "# the run's last line\n"), // the lines above are blanked now
+            edit(n, 0, n + 1, 0, ""),                     // and read as comments again
+            edit(1, 0, 1, 0, "# the run's first line\n"), // the lines below
+            edit(3, 0, 3, 0, "w = 0\n"),                  // split
+            edit(3, 0, 4, 0, ""),                          // joined
+        ];
+        for e in edits {
+            d.apply_all(&[e], Encoding::Utf16);
+            assert_tree_matches(&d);
+        }
     }
 
     #[test]

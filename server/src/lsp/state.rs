@@ -46,8 +46,9 @@ pub struct LastCompletion {
     pub prompt: Vec<crate::model::Token>,
     /// Generating ahead since the model was started.
     pub ahead: crate::engine::AheadCounts,
-    /// The cross-file section offered to this request's prompt (before its budget), as text;
-    /// empty when there was none.
+    /// The cross-file section exactly as the prompt that made the answer carried it: what its
+    /// budget kept, with `<file_sep>` before each path where the model has a file separator
+    /// (`# path: …` comment headers otherwise); empty when there was none.
     #[serde(default)]
     pub cross_file: String,
 }

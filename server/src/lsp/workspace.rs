@@ -21,7 +21,7 @@ use super::state::{uri_to_path, State};
 use super::Backend;
 use crate::config::Config;
 use crate::context::cross_file::Workspace;
-use crate::context::CrossFile;
+use crate::context::{CrossFile, LaidOut};
 use crate::engine::OwnedInput;
 use crate::workspace::IndexOptions;
 
@@ -137,8 +137,11 @@ impl Backend {
     /// The cross-file section for a snapshot of `uri` (`None`: no workspace, file outside it,
     /// nothing found).
     pub(super) fn cross_file_for(&self, uri: &Uri, snap: &Snapshot) -> Option<CrossFile> {
-        let max_prompt_tokens = self.state().config.completion.max_prompt_tokens;
-        section(&*self.workspace()?, &uri_to_path(uri.0.as_str())?, snap, max_prompt_tokens)
+        let (max_prompt_tokens, laid_out) = {
+            let mut state = self.state();
+            (state.config.completion.max_prompt_tokens, state.session(uri).laid_out())
+        };
+        section(&*self.workspace()?, &uri_to_path(uri.0.as_str())?, snap, max_prompt_tokens, laid_out)
     }
 
     /// The cursor rests at `position` in `uri` (a code-action request for an empty range says
@@ -167,6 +170,7 @@ impl Backend {
         tokio::task::spawn_blocking(move || {
             ws.index.update(&path, &text);
             let cross = snapshot.and_then(|s| ws.cross_file(&path, &s.text, s.cursor, s.syntax.as_ref().map(|(sp, t)| (*sp, t)), budget));
+            let cross = cross.map(|c| CrossFile { laid_out: session.laid_out(), ..c });
             // (A blocking task runs inside the runtime: the engine can spawn from here.)
             if let (Some(engine), Some(cross)) = (engine, cross) {
                 engine.prefill_head(&session, cross);
@@ -216,10 +220,12 @@ impl Backend {
     }
 }
 
-/// The cross-file section of `path` for `snap`, within the share of `max_prompt_tokens`.
-fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32) -> Option<CrossFile> {
+/// The cross-file section of `path` for `snap`, within the share of `max_prompt_tokens`, its
+/// prompt to lay it out in `laid_out` (the document session's: `Session::laid_out`).
+fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32, laid_out: LaidOut) -> Option<CrossFile> {
     let budget = crate::prompt::budget::cross_file_bytes(max_prompt_tokens);
-    ws.cross_file(path, &snap.text, snap.cursor, snap.syntax.as_ref().map(|(s, t)| (*s, t)), budget)
+    let cross = ws.cross_file(path, &snap.text, snap.cursor, snap.syntax.as_ref().map(|(s, t)| (*s, t)), budget)?;
+    Some(CrossFile { laid_out, ..cross })
 }
 
 /// Decodes the prompt where the cursor last rested (`State::rest`), if its document is open
@@ -242,7 +248,7 @@ fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
         (engine, st.session(&uri), snap, uri_to_path(uri.0.as_str()), ws, max_prompt_tokens, position)
     };
     let cross_file = match (&ws, &path) {
-        (Some(ws), Some(path)) => section(ws, path, &snap, max_prompt_tokens),
+        (Some(ws), Some(path)) => section(ws, path, &snap, max_prompt_tokens, session.laid_out()),
         _ => None,
     };
     if again {

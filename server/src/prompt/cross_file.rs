@@ -116,6 +116,7 @@ mod tests {
                 related("pkg/util.py", 2, "def clean(x): ...", false),
                 related("pkg/views.py", 40, "    return render(user)", true),
             ],
+            laid_out: Default::default(),
         }
     }
 

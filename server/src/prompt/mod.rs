@@ -127,7 +127,9 @@ impl PromptPlan {
                     let section = cross_file::render(cross, &kept, model.file_sep.is_some());
                     let tokens = memo.cross_file(tokenizer, &section, model.file_sep);
                     if tokens.len() <= room || kept.pop().is_none() {
-                        break (section.text(), tokens);
+                        let text = section.text();
+                        cross.laid_out.set(text.clone());
+                        break (text, tokens);
                     }
                 }
             }

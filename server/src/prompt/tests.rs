@@ -175,6 +175,7 @@ fn cross_file() -> CrossFile {
             def("pkg/models.py", 1, "class User:\n    def name(self) -> str: ..."),
             def("pkg/util.py", 1, "def clean(x): ..."),
         ],
+        laid_out: Default::default(),
     }
 }
 
@@ -204,6 +205,8 @@ fn the_cross_file_section_comes_first_within_its_share() {
     let kept = PromptPlan::build(&small, &t, &qwen(4096), &TokenMemo::default());
     assert!(kept.section(CrossFile).len() <= budget::cross_file_room(496), "{}", kept.cross_file);
     assert!(kept.cross_file.contains("def slug") && !kept.cross_file.contains("class User"), "{}", kept.cross_file);
+    // The draft's section is told what the plan laid out: the budget's cut, not what it offered.
+    assert_eq!(small.cross_file.as_ref().unwrap().laid_out.get(), kept.cross_file);
     let mut tiny = with.clone();
     tiny.max_prompt_tokens = 300;
     assert!(PromptPlan::build(&tiny, &t, &qwen(4096), &TokenMemo::default()).section(CrossFile).is_empty());

@@ -95,6 +95,111 @@ pub fn all() -> &'static [Spec] {
     registry()
 }
 
+/// Comment lines in a run of at least this many are blanked before a Python parse
+/// ([`comment_runs`]).
+pub const COMMENT_RUN: usize = 16;
+
+/// A line as [`comment_runs`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    /// Only whitespace.
+    Blank,
+    /// A whole-line comment; `quoted`: it holds a quote character, and may be inside a string
+    /// (ending it), so it is never blanked.
+    Comment { quoted: bool },
+    Other,
+}
+
+/// What `line` is (a Python line, its line break included or not).
+pub fn line_kind(line: &str) -> LineKind {
+    let code = line.trim_start();
+    if code.is_empty() {
+        LineKind::Blank
+    } else if code.starts_with('#') {
+        LineKind::Comment { quoted: line.contains(['"', '\'']) }
+    } else {
+        LineKind::Other
+    }
+}
+
+/// The byte ranges of a Python text to parse as spaces: each whole-line comment (its line break
+/// kept) in a run of at least [`COMMENT_RUN`] comment lines (blank lines between them count in
+/// the run) — the same offsets, lines, definitions and scopes, but none of the grammar's
+/// quadratic cost. tree-sitter-python's external scanner, asked for a NEWLINE/INDENT/DEDENT in
+/// an indented block, skips every comment line that follows to find the next line's
+/// indentation, and a comment is a token of its own, so it is asked again after each one:
+/// 1,750 comment lines after an indented `def` took 0.5–0.9 s. Blanked, the run is skipped in
+/// one pass. Shorter runs keep their comments (a few lines cost little), so ordinary code keeps
+/// its comment nodes: whether the cursor is in a comment is read from the tree. `lines` are
+/// the text's lines in order, line breaks included.
+pub fn comment_runs<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut run: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut comments = 0;
+    let mut at = 0;
+    let mut flush = |run: &mut Vec<std::ops::Range<usize>>, comments: &mut usize| {
+        if *comments >= COMMENT_RUN {
+            out.append(run);
+        }
+        run.clear();
+        *comments = 0;
+    };
+    for line in lines {
+        let line = line.as_ref();
+        match line_kind(line) {
+            LineKind::Blank => {}
+            LineKind::Comment { quoted } => {
+                comments += 1;
+                if !quoted {
+                    run.push(at..at + line.trim_end_matches(['\n', '\r']).len());
+                }
+            }
+            LineKind::Other => flush(&mut run, &mut comments),
+        }
+        at += line.len();
+    }
+    flush(&mut run, &mut comments);
+    out
+}
+
+/// The lines of `text` with their line breaks, a line ending at `\n`, `\r\n` or a lone `\r`
+/// (as LSP and the document's rope count them).
+pub fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let b = text.as_bytes();
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= b.len() {
+            return None;
+        }
+        let mut end = start;
+        while end < b.len() {
+            end += 1;
+            match b[end - 1] {
+                b'\n' => break,
+                b'\r' if b.get(end) != Some(&b'\n') => break,
+                _ => {}
+            }
+        }
+        let line = &text[start..end];
+        start = end;
+        Some(line)
+    })
+}
+
+/// `text` with [`comment_runs`] turned into spaces (Python), for a parse from scratch.
+pub fn without_comment_runs(text: &str) -> std::borrow::Cow<'_, str> {
+    let runs = comment_runs(lines(text));
+    if runs.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = text.as_bytes().to_vec();
+    for r in runs {
+        out[r].fill(b' ');
+    }
+    // Whole lines' bodies (between line breaks) became spaces: still UTF-8.
+    std::borrow::Cow::Owned(String::from_utf8(out).expect("whole lines blanked"))
+}
+
 /// The tree-sitter point (row, byte column) of byte offset `at` in `text`.
 pub fn point_at(text: &str, at: usize) -> Point {
     let before = &text[..at];
@@ -175,6 +280,20 @@ pub fn in_string_or_comment(tree: &Tree, at: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_end_as_lsp_counts_them_and_only_long_runs_are_blanked() {
+        assert_eq!(lines("a\nb\r\nc\rd").collect::<Vec<_>>(), ["a\n", "b\r\n", "c\r", "d"]);
+        assert_eq!(lines("").count(), 0);
+        let short = "def f():\n".to_owned() + &"    # c\n".repeat(COMMENT_RUN - 1) + "    pass\n";
+        assert!(comment_runs(lines(&short)).is_empty());
+        // Blank lines and a quoted comment count in the run; the quoted one is kept.
+        let long = "def f():\n    # it's\n\n".to_owned() + &"    # c\r\n".repeat(COMMENT_RUN - 1) + "    pass\n";
+        let blanked = without_comment_runs(&long);
+        assert_eq!(blanked.len(), long.len());
+        assert_eq!(blanked.matches("# c").count(), 0);
+        assert!(blanked.contains("    # it's\n\n       \r\n"), "{blanked:?}");
+    }
 
     #[test]
     fn every_registered_grammar_and_query_loads() {

@@ -417,6 +417,9 @@ impl Index {
                 if done % 64 == 0 {
                     progress(done, total);
                 }
+                if done == total / 2 {
+                    crate::fault::hold("index");
+                }
             }
             progress(done, total);
         });
