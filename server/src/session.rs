@@ -154,6 +154,13 @@ impl Session {
         }
     }
 
+    /// The workspace changed (a file saved, left, or changed on disk): a generation ahead was
+    /// made with the cross-file section before it, so no request takes it any more (work in
+    /// flight runs on; the next request at that key makes its own prompt).
+    pub(crate) fn workspace_changed(&self) {
+        self.lock().ahead = None;
+    }
+
     /// The generation ahead for `key`, if that is what runs (or ran).
     pub(crate) fn ahead_for(&self, key: Key) -> Option<watch::Receiver<Made>> {
         self.lock().ahead.as_ref().filter(|a| a.key == key).map(|a| a.done.clone())
@@ -206,6 +213,17 @@ mod tests {
         assert!(session.rest_at(here, third.clone()));
         session.forget_rest();
         assert!(third.is_cancelled() && session.rest_at(here, CancelFlag::new()), "the workspace changed: decoded again");
+    }
+
+    #[test]
+    fn a_workspace_change_drops_the_generation_ahead() {
+        let session = Session::default();
+        let key = Key::of("total = round(", 14);
+        let (_tx, rx) = watch::channel::<Made>(None);
+        session.set_ahead(key, CancelFlag::new(), rx);
+        assert!(session.ahead_for(key).is_some());
+        session.workspace_changed();
+        assert!(session.ahead_for(key).is_none(), "made with the old section: a request makes its own prompt");
     }
 
     #[test]

@@ -227,6 +227,29 @@ step("a click moves the cursor: VS Code asks for the code actions there, and the
   );
   note(`prompts decoded where the cursor rested since the click: ${JSON.stringify(seen)}`);
   await h.shot("cursor-rests");
+  // What that bought: a suggestion asked for there, with no key in between (Trigger Inline
+  // Suggestion from the palette), finds its whole prompt in the KV cache and decodes only the
+  // last token, whose logits start the generation. The timings are read once the server logged
+  // its answer (or, for an empty one, after 15 s): the palette opened to read them would cancel
+  // a request still running, and then it is asked again.
+  const answered = () => [...h.outputLog().matchAll(/ghostline::lsp::completion: suggestion ttft_ms=/g)].length;
+  const t = await until(
+    () => `ghostline/lastTimings for a request at ${at.line}:${at.character}`,
+    async () => {
+      const before = answered();
+      await palette("Trigger Inline Suggestion");
+      const deadline = Date.now() + 15_000;
+      while (answered() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      const t = await lastTimings();
+      return t.position?.line === at.line && t.position?.character === at.character && t;
+    },
+    SUGGESTION_MS,
+    500,
+  );
+  note(`the request where the cursor rested: ${JSON.stringify(t.timings)}`);
+  assert.equal(t.timings.cache, null, `answered by the model, not a cache: ${JSON.stringify(t.timings)}`);
+  assert.ok(t.timings.prompt_tokens > 20, JSON.stringify(t.timings));
+  assert.ok(t.timings.prefill_tokens <= 1 && t.timings.reused_tokens === t.timings.prompt_tokens - t.timings.prefill_tokens, `the prompt decoded at rest was not reused: ${JSON.stringify(t.timings)}`);
 });
 
 /** Types `text` at the end of a new line under `after`, and returns the ghost text that appears. */

@@ -22,6 +22,7 @@ use super::Backend;
 use crate::config::Config;
 use crate::context::cross_file::Workspace;
 use crate::context::{CrossFile, LaidOut};
+use crate::session::Session;
 use crate::engine::OwnedInput;
 use crate::workspace::IndexOptions;
 
@@ -237,6 +238,10 @@ fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32,
 fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
     let (engine, session, snap, path, ws, max_prompt_tokens, position) = {
         let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
+        if again {
+            // Answers made ahead with the old section are not answers for the new one.
+            st.sessions.values().for_each(Session::workspace_changed);
+        }
         let Some((uri, position)) = st.rest_to_decode(again) else { return };
         let Some(engine) = st.engine.clone() else { return };
         let Some(doc) = st.docs.get(&uri) else { return };
