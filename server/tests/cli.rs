@@ -8,10 +8,14 @@ use common::*;
 use serde_json::Value;
 
 fn complete_json(model: &std::path::Path, file: &std::path::Path, line: u32, character: u32) -> Value {
+    complete_with(file, line, character, &["--model".as_ref(), model.as_os_str()])
+}
+
+/// `ghostline complete --json` at `line`:`character` of `file`, with `extra` arguments.
+fn complete_with(file: &std::path::Path, line: u32, character: u32, extra: &[&std::ffi::OsStr]) -> Value {
     let out = Command::new(binary())
         .args(["complete", file.to_str().unwrap(), "--line", &line.to_string(), "--character", &character.to_string(), "--json"])
-        .arg("--model")
-        .arg(model)
+        .args(extra)
         .env_remove("GHOSTLINE_MODEL")
         .output()
         .unwrap();
@@ -72,15 +76,9 @@ fn complete_with_settings(file: &std::path::Path, line: u32, character: u32, set
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{}.json", settings.to_string().len()));
     std::fs::write(&path, settings.to_string()).unwrap();
-    let out = Command::new(binary())
-        .args(["complete", file.to_str().unwrap(), "--line", &line.to_string(), "--character", &character.to_string(), "--json", "--settings"])
-        .arg(&path)
-        .env_remove("GHOSTLINE_MODEL")
-        .output()
-        .unwrap();
+    let report = complete_with(file, line, character, &["--settings".as_ref(), path.as_os_str()]);
     let _ = std::fs::remove_file(&path);
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    report
 }
 
 /// With other processes busy on every core, the model thread decodes with one thread instead of

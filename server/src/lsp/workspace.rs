@@ -192,7 +192,7 @@ impl Backend {
         let (state, enc) = (Arc::clone(&self.state), self.caps().encoding);
         tokio::task::spawn_blocking(move || {
             ws.index.update_parsed(&path, &touched.text, touched.syntax.as_ref().map(|(s, t)| (*s, t)));
-            prefill_rest(&state, enc, true);
+            index_changed(&state, enc);
         });
     }
 
@@ -216,7 +216,7 @@ impl Backend {
                     ws.index.update_from_disk(&path);
                 }
             }
-            prefill_rest(&state, enc, true);
+            index_changed(&state, enc);
         });
     }
 }
@@ -229,6 +229,14 @@ fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32,
     Some(CrossFile { laid_out, ..cross })
 }
 
+/// The index changed (a file saved, left or changed on disk): generations made ahead with the
+/// old cross-file section are no answers for the new one, and the prompt where the cursor
+/// rests is decoded again. Blocking, as [`prefill_rest`].
+fn index_changed(state: &Mutex<State>, enc: Encoding) {
+    state.lock().unwrap_or_else(PoisonError::into_inner).sessions.values().for_each(Session::workspace_changed);
+    prefill_rest(state, enc, true);
+}
+
 /// Decodes the prompt where the cursor last rested (`State::rest`), if its document is open
 /// and completions may run there. `again`: even when it was decoded for this text and cursor
 /// already (the workspace changed, and with it maybe the cross-file section), and only when
@@ -238,10 +246,6 @@ fn section(ws: &Workspace, path: &Path, snap: &Snapshot, max_prompt_tokens: u32,
 fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
     let (engine, session, snap, path, ws, max_prompt_tokens, position) = {
         let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
-        if again {
-            // Answers made ahead with the old section are not answers for the new one.
-            st.sessions.values().for_each(Session::workspace_changed);
-        }
         let Some((uri, position)) = st.rest_to_decode(again) else { return };
         let Some(engine) = st.engine.clone() else { return };
         let Some(doc) = st.docs.get(&uri) else { return };
