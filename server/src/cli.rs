@@ -161,6 +161,14 @@ enum Command {
         /// with `--source` (Python), each asked with the cross-file section and without.
         #[arg(long)]
         cross_file: bool,
+        /// Only these modes (or strategies), by name as the report prints them (repeatable;
+        /// default: all).
+        #[arg(long = "mode")]
+        modes: Vec<String>,
+        /// Write each prompt as the model reads it, with the answer and the truth, to a file
+        /// per hole and mode in DIR (for looking at what a hole missed).
+        #[arg(long)]
+        prompts: Option<PathBuf>,
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS))]
         threads: Option<u32>,
         #[arg(long)]
@@ -360,13 +368,13 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Eval { model, holes, seed, languages, sources, window_lines, cross_file, threads, json } => {
+        Command::Eval { model, holes, seed, languages, sources, window_lines, cross_file, modes, prompts, threads, json } => {
             let mut options = Options::default();
             options.model.path = model;
             options.model.threads = threads;
             let config = options.resolve(config::env_model());
             if cross_file {
-                return match crate::eval::cross_file::run(&config, &sources, holes, seed, json) {
+                return match crate::eval::cross_file::run(&config, &sources, holes, seed, &modes, prompts.as_deref(), json) {
                     Ok(()) => ExitCode::SUCCESS,
                     Err(message) => {
                         eprintln!("ghostline eval: {message}");
@@ -375,7 +383,7 @@ pub fn main() -> ExitCode {
                 };
             }
             let languages = if languages.is_empty() { vec!["python".into(), "rust".into()] } else { languages };
-            let eval = crate::eval::EvalOptions { holes_per_language: holes, seed, languages, sources, window_lines };
+            let eval = crate::eval::EvalOptions { holes_per_language: holes, seed, languages, sources, window_lines, modes, prompts };
             match crate::eval::run(&config, &eval, json) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {

@@ -27,6 +27,8 @@ pub struct Suggestion {
     pub text: String,
     pub timings: Timings,
     pub strategy: Strategy,
+    /// What the model wrote, before post-processing (`ghostline eval --prompts` shows it).
+    pub raw: String,
 }
 
 /// What to complete: a text, a cursor in it, its language and tree when known, and what it
@@ -128,7 +130,7 @@ impl Engine {
     /// start, else the generation ahead for this text and cursor, else a new generation.
     pub async fn complete_in(&self, session: &Session, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
         if looks_binary(input.text, input.cursor) {
-            return Ok(Suggestion { text: String::new(), timings: Timings::default(), strategy: Strategy::Window });
+            return Ok(Suggestion { text: String::new(), timings: Timings::default(), strategy: Strategy::Window, raw: String::new() });
         }
         if let Some(s) = self.reuse_shown(session, input) {
             return Ok(drop_redundant(s, input.text.get(input.cursor..).unwrap_or("")));
@@ -239,7 +241,7 @@ impl Engine {
             return None;
         }
         let timings = Timings { cache: Some(CacheHit::ShownSuggestion), ..Timings::default() };
-        Some(Suggestion { text: rest.to_owned(), timings, strategy: shown.strategy })
+        Some(Suggestion { text: rest.to_owned(), timings, strategy: shown.strategy, raw: String::new() })
     }
 
     /// Generates for a draft made by [`Engine::draft`] (possibly adjusted, as `eval` does to
@@ -385,7 +387,7 @@ fn finish(input: Input<'_>, stop: &StopRule, strategy: Strategy, generation: cra
     }
     let mut timings = generation.timings;
     timings.postprocess_ms = started.elapsed().as_secs_f64() * 1e3;
-    Suggestion { text, timings, strategy }
+    Suggestion { text, timings, strategy, raw: generation.text }
 }
 
 /// `suggestion` with its text emptied when it adds nothing to the text after the cursor

@@ -276,7 +276,14 @@ fn project_names(files: &[PathBuf]) -> (BTreeSet<String>, BTreeSet<String>) {
 /// The modes each hole is asked in: name, with the cross-file section, with FIM markers.
 const MODES: &[(&str, bool, bool)] = &[("single-file", false, true), ("cross-file", true, true), ("single-file prefix-only", false, false), ("cross-file prefix-only", true, false)];
 
-pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed: u64, as_json: bool) -> Result<(), String> {
+pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed: u64, only: &[String], prompts: Option<&Path>, as_json: bool) -> Result<(), String> {
+    let dump = super::PromptDump::new(prompts)?;
+    let modes: Vec<(&str, bool, bool)> = MODES.iter().copied().filter(|(m, _, _)| only.is_empty() || only.iter().any(|o| o == m)).collect();
+    // `--mode index`: what the index offers for each hole, and no model runs.
+    let index_only = only.iter().any(|o| o == "index");
+    if modes.is_empty() && !index_only {
+        return Err(format!("--mode: none of {only:?} is a mode ({})", MODES.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")));
+    }
     if projects.is_empty() {
         return Err("--cross-file needs project folders: --source DIR (repeatable), e.g. packages unpacked from their sdists".into());
     }
@@ -286,6 +293,8 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
     let (runtime, engine, info) = super::load_engine(config, completion)?;
     let mut rng = Rng::new(seed);
     let mut results = Vec::new();
+    let mut n = 0;
+    let (mut found, mut asked) = (0, 0);
     for root in projects {
         let root = root.canonicalize().map_err(|e| format!("{}: {e}", root.display()))?;
         let ws = Workspace::new(IndexOptions {
@@ -318,10 +327,17 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
             picked.push(candidates.swap_remove(rng.below(candidates.len())));
         }
         for hole in &picked {
+            n += 1;
             let tree = spec.parse(&hole.text);
             let cross = ws.cross_file(&hole.file, &hole.text, hole.cursor, Some((spec, &tree)), crate::prompt::budget::cross_file_bytes(config.completion.max_prompt_tokens));
             let index_found = cross.as_ref().is_some_and(|c| c.snippets.iter().any(|r| !r.recent && definition_at(&r.text, &hole.callee).is_some()));
-            for &(mode, with_section, fim) in MODES {
+            if index_only {
+                let offered = cross.as_ref().map_or(0, |c| c.snippets.len());
+                println!("{}:{} {:<28} index {:<3} ({offered} definitions)", hole.file.strip_prefix(&root).unwrap_or(&hole.file).display(), hole.line + 1, hole.callee, if index_found { "yes" } else { "no" });
+                found += usize::from(index_found);
+                asked += 1;
+            }
+            for &(mode, with_section, fim) in &modes {
                 let cross = if with_section { cross.as_ref() } else { None };
                 let input = Input { text: &hole.text, cursor: hole.cursor, syntax: Some((spec, &tree)), cross_file: cross };
                 let mut draft = engine.draft(input);
@@ -334,9 +350,11 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
                     let distance = at.map(|at| tokenizer.tokenize(&plan.cross_file[at..]).len() + plan.tokens.len().saturating_sub(section_tokens));
                     *seen.lock().unwrap_or_else(|e| e.into_inner()) = Probe { defines: at.is_some(), distance, section_tokens };
                 });
+                let inspect = dump.inspector(n, mode, inspect);
                 let s = runtime.block_on(engine.run_inspected(input, draft, inspect)).map_err(|e| e.to_string())?;
                 let probe = *probe.lock().unwrap_or_else(|e| e.into_inner());
                 let got = s.text.split('\n').next().unwrap_or("").trim().to_owned();
+                dump.answer(n, mode, &hole.file.display().to_string(), hole.line + 1, &s.raw, &s.text, &hole.target);
                 results.push(CallResult {
                     mode,
                     file: hole.file.strip_prefix(&root).unwrap_or(&hole.file).display().to_string(),
@@ -358,6 +376,10 @@ pub fn run(config: &Config, projects: &[PathBuf], holes_per_project: usize, seed
             }
         }
     }
+    if index_only {
+        println!("index offered the callee in {found} of {asked} holes ({:.1} %)", found as f64 * 100.0 / asked.max(1) as f64);
+        return Ok(());
+    }
     report(&results, &info.path, seed, as_json);
     Ok(())
 }
@@ -366,6 +388,9 @@ fn report(results: &[CallResult], model: &Path, seed: u64, as_json: bool) {
     let mut summary = Vec::new();
     for &(mode, _, _) in MODES {
         let rs: Vec<&CallResult> = results.iter().filter(|r| r.mode == mode).collect();
+        if rs.is_empty() {
+            continue;
+        }
         let n = rs.len().max(1) as f64;
         let share = |f: &dyn Fn(&CallResult) -> bool| rs.iter().filter(|r| f(r)).count() as f64 / n;
         let mut tokens: Vec<f64> = rs.iter().map(|r| r.prompt_tokens as f64).collect();

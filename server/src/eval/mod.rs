@@ -16,7 +16,7 @@ use tree_sitter::{QueryCursor, StreamingIterator};
 use crate::config::Config;
 use crate::context;
 use crate::engine::{Engine, Input};
-use crate::model::{CancelFlag, ModelHandle, ModelStatus, Sampling};
+use crate::model::{ModelHandle, ModelStatus, Sampling};
 use crate::syntax::{self, Spec};
 
 /// Settings of one evaluation run.
@@ -28,6 +28,56 @@ pub struct EvalOptions {
     pub sources: Vec<PathBuf>,
     /// Lines before the cursor in the naive window strategy.
     pub window_lines: usize,
+    /// Only the strategies of these names (`{n}` written out); empty: all.
+    pub modes: Vec<String>,
+    /// Where to write each prompt, answer and truth (`--prompts`).
+    pub prompts: Option<PathBuf>,
+}
+
+/// A folder of prompts as the model read them (`eval --prompts DIR`): one file per hole and
+/// mode, the prompt's tokens written out (markers included), then the answer and the truth.
+pub(crate) struct PromptDump(Option<PathBuf>);
+
+impl PromptDump {
+    pub(crate) fn new(dir: Option<&Path>) -> Result<PromptDump, String> {
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir).map_err(|e| format!("--prompts {}: {e}", dir.display()))?;
+        }
+        Ok(PromptDump(dir.map(Path::to_owned)))
+    }
+
+    fn path(&self, hole: usize, mode: &str) -> Option<PathBuf> {
+        self.0.as_ref().map(|d| d.join(format!("{hole:03}-{}.txt", mode.replace(' ', "_"))))
+    }
+
+    /// What the model thread calls with the plan: writes the prompt.
+    pub(crate) fn inspector(&self, hole: usize, mode: &str, then: Box<dyn Fn(&crate::prompt::PromptPlan, &dyn crate::model::Tokenize) + Send>) -> Box<dyn Fn(&crate::prompt::PromptPlan, &dyn crate::model::Tokenize) + Send> {
+        let path = self.path(hole, mode);
+        Box::new(move |plan, tokenizer| {
+            if let Some(path) = &path {
+                let mut text = String::new();
+                for (section, range) in &plan.sections {
+                    let run: String = plan.tokens[range.clone()].iter().map(|&t| tokenizer.token_text(t)).collect();
+                    match section {
+                        crate::prompt::Section::Marker | crate::prompt::Section::Bos => text.push_str(&format!("<<{}>>", plan.tokens[range.clone()].iter().map(|t| t.to_string()).collect::<Vec<_>>().join(","))),
+                        _ => text.push_str(&format!("<<{section:?}>>{run}")),
+                    }
+                }
+                let _ = std::fs::write(path, text);
+            }
+            then(plan, tokenizer);
+        })
+    }
+
+    /// Adds the answer and the truth under the prompt.
+    pub(crate) fn answer(&self, hole: usize, mode: &str, file: &str, line: usize, raw: &str, answer: &str, truth: &str) {
+        if let Some(path) = self.path(hole, mode) {
+            use std::io::Write;
+            if let Ok(mut f) = std::fs::OpenOptions::new().append(true).create(true).open(path) {
+                let _ = write!(f, "\n\n===== {file}:{line}\n===== raw {raw:?}\n===== answer\n{answer}\n===== truth\n{truth}\n");
+            }
+        }
+    }
 }
 
 /// One cut: the document without the rest of a line, and that rest.
@@ -211,6 +261,7 @@ const STRATEGIES: &[(&str, bool, bool)] = &[("scope fim", false, true), ("scope 
 
 pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), String> {
     let (runtime, engine, info) = load_engine(config, config.completion.clone())?;
+    let dump = PromptDump::new(options.prompts.as_deref())?;
     let mut rng = Rng::new(options.seed);
     let mut results = Vec::new();
     for language in &options.languages {
@@ -224,10 +275,14 @@ pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), 
         if !as_json {
             eprintln!("{language}: {} holes in {} files", holes.len(), files.len());
         }
-        for hole in &holes {
+        for (n, hole) in holes.iter().enumerate() {
             let tree = spec.parse(&hole.text);
             let input = Input { cross_file: None, text: &hole.text, cursor: hole.cursor, syntax: Some((spec, &tree)) };
             for &(strategy, window, fim) in STRATEGIES {
+                let name = strategy.replace("{n}", &options.window_lines.to_string());
+                if !options.modes.is_empty() && !options.modes.contains(&name) {
+                    continue;
+                }
                 let mut draft = engine.draft(input);
                 draft.fim = fim;
                 if window {
@@ -236,12 +291,14 @@ pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), 
                     draft.context = context::line_window(&hole.text, hole.cursor, options.window_lines, 0);
                     draft.max_prompt_tokens = info.n_ctx;
                 }
-                let s = runtime.block_on(engine.run(input, draft, CancelFlag::new())).map_err(|e| e.to_string())?;
+                let inspect = dump.inspector(n, &format!("{language}-{name}"), Box::new(|_, _| {}));
+                let s = runtime.block_on(engine.run_inspected(input, draft, inspect)).map_err(|e| e.to_string())?;
                 let got = s.text.split('\n').next().unwrap_or("").trim_end().to_owned();
                 let want = hole.target.trim_end();
+                dump.answer(n, &format!("{language}-{name}"), &hole.file.display().to_string(), hole.line + 1, &s.raw, &s.text, want);
                 results.push(HoleResult {
                     language: language.clone(),
-                    strategy: strategy.replace("{n}", &options.window_lines.to_string()),
+                    strategy: name,
                     file: hole.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
                     line: hole.line + 1,
                     target: want.to_owned(),

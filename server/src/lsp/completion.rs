@@ -291,7 +291,7 @@ mod tests {
     use super::*;
 
     fn placed(text: &str, word: &str, indent: &str) -> Placed {
-        let suggestion = Suggestion { text: text.into(), timings: Default::default(), strategy: crate::context::Strategy::Window };
+        let suggestion = Suggestion { text: text.into(), timings: Default::default(), strategy: crate::context::Strategy::Window, raw: String::new() };
         let at = Position { line: 3, character: (indent.len() + word.len()) as u32 };
         let word_start = Position { line: 3, character: indent.len() as u32 };
         Placed { suggestion, cursor: at, word_start, word: word.into(), indent: indent.into(), accept: None }
