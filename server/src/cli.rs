@@ -228,6 +228,11 @@ enum Command {
         /// peer does, instead of fewer while other processes keep cores busy.
         #[arg(long)]
         fixed_threads: bool,
+        /// ghostline generates through a llama-server on a loopback port (`model.endpoint`; the
+        /// same model, threads, context and batch, started for each run with `--peer-bin` and
+        /// `--peer-arg`) instead of in-process: what a key costs through the remote backend.
+        #[arg(long, conflicts_with_all = ["peer", "cold_sizes"])]
+        remote: bool,
         /// Instead of the latency report: N completions through one server, looping over the
         /// traces, with its memory sampled; reports the growth after a warm-up (target ≤ 1 %).
         #[arg(long, value_name = "N", conflicts_with_all = ["peer", "svg", "cold_sizes"])]
@@ -453,7 +458,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, fixed_threads, prefill_chunk, open_pause, .. } => {
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, fixed_threads, prefill_chunk, open_pause, remote, .. } => {
             let generate_ahead = !no_ahead;
             let options = crate::bench::Options {
                 traces,
@@ -472,6 +477,7 @@ pub fn main() -> ExitCode {
                 adaptive_threads: !fixed_threads,
                 prefill_chunk,
                 open_pause_ms: open_pause,
+                remote,
             };
             if options.cold_sizes.is_empty() {
                 report(crate::bench::run(options), json, save, crate::bench::print_text)

@@ -137,7 +137,7 @@ impl Engine {
         }
         let suggestion = match self.wait_ahead(session, input).await {
             Some(s) => s,
-            None => self.generate(input, cancel).await?,
+            None => self.generate(input, cancel, session.local()).await?,
         };
         let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
         if self.config.typed_ahead && !suggestion.text.is_empty() {
@@ -187,7 +187,7 @@ impl Engine {
         let draft = self.draft(input);
         let context_ms = started.elapsed().as_secs_f64() * 1e3;
         let (stop, strategy) = (draft.stop.clone(), draft.context.strategy);
-        let Ok(answer) = self.model.submit(draft.into_request(Arc::clone(&self.memo), cancel.clone())) else { return false };
+        let Ok(answer) = self.model.submit_where(draft.into_request(Arc::clone(&self.memo), cancel.clone()), session.local()) else { return false };
         self.ahead_stats.started.fetch_add(1, Relaxed);
         let (tx, done) = watch::channel(None);
         session.set_ahead(key, cancel, done);
@@ -214,12 +214,16 @@ impl Engine {
         true
     }
 
-    /// Runs the model for `input` (context, model thread, post-processing).
-    async fn generate(&self, input: Input<'_>, cancel: CancelFlag) -> Result<Suggestion, GenerateError> {
+    /// Runs the model for `input` (context, model thread, post-processing); `local`: why it may
+    /// not go to `model.endpoint` (see [`Session::set_local`]).
+    async fn generate(&self, input: Input<'_>, cancel: CancelFlag, local: Option<String>) -> Result<Suggestion, GenerateError> {
         let started = std::time::Instant::now();
         let draft = self.draft(input);
         let context_ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut suggestion = self.run(input, draft, cancel).await?;
+        let stop = draft.stop.clone();
+        let strategy = draft.context.strategy;
+        let generation = self.model.generate_where(draft.into_request(Arc::clone(&self.memo), cancel), local).await?;
+        let mut suggestion = finish(input, &stop, strategy, generation);
         suggestion.timings.context_ms = context_ms;
         Ok(suggestion)
     }
@@ -333,7 +337,7 @@ impl Engine {
         };
         let cancel = CancelFlag::new();
         session.add_work(cancel.clone());
-        self.decode_ahead(cancel, draft, "the prompt head")
+        self.decode_ahead(cancel, draft, "the prompt head", session.local())
     }
 
     /// Decodes the whole prompt for `owned`'s cursor, without an answer, ahead of any request:
@@ -355,12 +359,12 @@ impl Engine {
         }
         let mut draft = self.draft(input);
         draft.purpose = Purpose::Prompt;
-        self.decode_ahead(cancel, draft, "the prompt at the cursor")
+        self.decode_ahead(cancel, draft, "the prompt at the cursor", session.local())
     }
 
     /// Submits a draft decoded ahead (no answer wanted), cancelled by `cancel`.
-    fn decode_ahead(&self, cancel: CancelFlag, draft: Draft, what: &'static str) -> bool {
-        let Ok(answer) = self.model.submit(draft.into_request(Arc::clone(&self.memo), cancel)) else { return false };
+    fn decode_ahead(&self, cancel: CancelFlag, draft: Draft, what: &'static str, local: Option<String>) -> bool {
+        let Ok(answer) = self.model.submit_where(draft.into_request(Arc::clone(&self.memo), cancel), local) else { return false };
         tokio::spawn(async move {
             match answer.await {
                 Ok(Ok(_)) | Ok(Err(GenerateError::Cancelled)) | Err(_) => {}

@@ -56,6 +56,8 @@ struct Inner {
     rest: Option<(Key, CancelFlag)>,
     /// The cross-file section of the last prompt built for the document, as laid out.
     laid_out: LaidOut,
+    /// Why the document's completions may not go to `model.endpoint` (`None`: they may).
+    local: Option<String>,
 }
 
 /// One document's completion session. See the module's documentation.
@@ -91,6 +93,16 @@ impl Session {
     /// it waited for.
     pub fn laid_out(&self) -> LaidOut {
         self.lock().laid_out.clone()
+    }
+
+    /// Why the document's completions stay on this machine when `model.endpoint` is set
+    /// (`route::completion_endpoint`), or `None`: kept current by the language server.
+    pub fn set_local(&self, why: Option<String>) {
+        self.lock().local = why;
+    }
+
+    pub(crate) fn local(&self) -> Option<String> {
+        self.lock().local.clone()
     }
 
     /// The engine changed (other settings): what it made no longer counts. Work in flight runs

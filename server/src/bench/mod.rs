@@ -77,6 +77,9 @@ pub struct Options {
     pub prefill_chunk: Option<u32>,
     /// The pause after `didOpen` (a code-action request at the cursor, then the user reading).
     pub open_pause_ms: u64,
+    /// ghostline generates through a llama-server on loopback (`model.endpoint`), started for
+    /// each run like the peer, instead of in-process.
+    pub remote: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -116,6 +119,9 @@ pub struct Conditions {
     /// Between `didOpen` and the first event: a code-action request at the cursor, then this
     /// pause (`--open-pause`); 0: none.
     pub open_pause_ms: u64,
+    /// ghostline's `model.endpoint`: a llama-server on loopback generated its answers (`--remote`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
     /// The 1-minute load average when the bench started and ended: other work on the machine
     /// competes for the same cores.
     pub load_average: (f64, f64),
@@ -178,6 +184,8 @@ pub struct Setup {
     adaptive_threads: bool,
     prefill_chunk: u32,
     open_pause_ms: u64,
+    /// `--remote`: llama-server's binary, started for each run as ghostline's `model.endpoint`.
+    remote: Option<PathBuf>,
 }
 
 pub fn run(opts: Options) -> Result<Report, String> {
@@ -200,6 +208,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         cross_file: opts.cross_file,
         adaptive_threads: opts.adaptive_threads,
         open_pause_ms: opts.open_pause_ms,
+        remote: if opts.remote { Some(peer::find(opts.peer_bin.clone())?) } else { None },
         prefill_chunk: opts.prefill_chunk.unwrap_or_else(|| crate::model::backend::default_prefill_chunk(crate::model::backend::gpu_layers(None))),
     };
 
@@ -255,6 +264,14 @@ pub fn run(opts: Options) -> Result<Report, String> {
         cross_file: opts.cross_file,
         adaptive_threads: opts.adaptive_threads,
         open_pause_ms: opts.open_pause_ms,
+        remote: setup.remote.as_deref().map(|bin| {
+            let args = if opts.peer_args.is_empty() { "default settings".to_owned() } else { opts.peer_args.join(" ") };
+            format!(
+                "{}, {args}, on a loopback port: ghostline builds each prompt and sends its token ids to /completion \
+                 (cache_prompt, streamed, greedy without a repetition penalty), then cuts and cleans the answer itself",
+                peer::version(bin)
+            )
+        }),
         load_average: (system::load_average(), 0.0),
     };
     if let Some(bin) = &peer_bin {

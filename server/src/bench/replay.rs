@@ -119,13 +119,30 @@ pub fn start_peer(bin: &Path, model: &Path, threads: u32, args: &[String], logs:
 
 pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setup) -> Result<RunResult, String> {
     let log = std::fs::File::create(setup.logs.join("ghostline.log")).map_err(|e| e.to_string())?;
-    let options = json!({
+    // `--remote`: the server ghostline generates through, started first (as a team's would be).
+    let remote = match &setup.remote {
+        Some(bin) => Some(LlamaServer::start(&Launch {
+            bin,
+            model: &setup.model,
+            threads: setup.threads,
+            context: CONTEXT_SIZE,
+            batch: Some(BATCH_SIZE),
+            args: &setup.peer_args,
+            log: Some(&setup.logs.join("remote-llama-server.log")),
+            ready_within: Duration::from_secs(120),
+        })?),
+        None => None,
+    };
+    let mut options = json!({
         "model": {"path": setup.model, "threads": setup.threads, "contextSize": CONTEXT_SIZE, "batchSize": BATCH_SIZE, "prefillChunk": setup.prefill_chunk, "adaptiveThreads": setup.adaptive_threads},
         // Typed-ahead reuse is off: it would answer keys from the previous suggestion, a
         // client-side reuse the peer is not given either. With generating ahead (the default),
         // a request is answered by the generation started on its key, not by a call of its own.
         "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0, "typedAhead": false, "generateAhead": setup.generate_ahead, "crossFile": setup.cross_file}
     });
+    if let Some(server) = &remote {
+        options["model"]["endpoint"] = json!(format!("http://127.0.0.1:{}", server.port()));
+    }
     let root = trace.workspace.as_ref().map(|w| file_root(file, &trace.file, w));
     let session = typing::start_in(&setup.exe, options, root.as_deref(), Stdio::from(log), TIMEOUT)?;
     let mut client = session.client;
@@ -206,7 +223,9 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
         keys = 0;
     }
 
-    let rss_kb = peak_rss_kb(client.pid());
+    // With `--remote`, the server's memory is the model's: counted as ghostline's.
+    let rss_kb = peak_rss_kb(client.pid()) + remote.as_ref().map_or(0, |r| peak_rss_kb(r.pid()));
+    drop(remote);
     let peer_rss_kb = peer.as_ref().map_or(0, |p| peak_rss_kb(p.pid()));
     let peer_load_ms = peer.as_ref().map(|p| p.load_ms);
     drop(peer);

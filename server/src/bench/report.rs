@@ -18,6 +18,9 @@ pub fn print_text(report: &Report) {
     println!("  replay: {}", c.replay);
     println!("  clock: {}", c.clock);
     println!("  ghostline got: {}", c.ghostline_got);
+    if let Some(remote) = &c.remote {
+        println!("  ghostline generated through: {remote}");
+    }
     println!(
         "  after didOpen: {}; completion.crossFile {}",
         match c.open_pause_ms {

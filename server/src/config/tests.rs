@@ -238,3 +238,35 @@ fn path_settings_expand_the_home_folder() {
         assert_eq!(expand_home(std::path::Path::new(unchanged)), std::path::PathBuf::from(unchanged));
     }
 }
+
+#[test]
+fn a_completion_endpoint_is_https_unless_loopback_and_a_bad_one_keeps_the_rest() {
+    let endpoint = |url: &str| parse(&json!({"model": {"endpoint": url}})).map(|p| p.options.resolve(None).model.endpoint);
+    let local = endpoint("http://127.0.0.1:8080/").unwrap().unwrap();
+    assert_eq!(local.url, "http://127.0.0.1:8080");
+    assert!(local.trusted && local.local_fallback && !local.offline, "{local:?}");
+    assert_eq!(local.api, EndpointApi::LlamaServer);
+    assert!(endpoint("http://localhost:8080").unwrap().unwrap().trusted);
+    assert!(endpoint("http://[::1]:8080").unwrap().unwrap().trusted);
+    let team = endpoint("https://gpu.team.example:8443").unwrap().unwrap();
+    assert!(!team.trusted, "a remote endpoint is untrusted unless said so");
+    for bad in ["http://gpu.team.example:8080", "http://10.0.0.5:8080", "ftp://127.0.0.1/", "not a url"] {
+        let e = endpoint(bad).unwrap_err();
+        assert!(e.contains("model.endpoint"), "{bad}: {e}");
+    }
+    assert!(endpoint("http://10.0.0.5:8080").unwrap_err().contains("unencrypted"));
+    // Trust, key, API and offline carried through.
+    let c = parse(&json!({"model": {"endpoint": "https://box:1", "endpointTrusted": true, "apiKeyEnv": "TEAM_KEY", "endpointApi": "vllm", "localFallback": false}, "offline": true}))
+        .unwrap()
+        .options
+        .resolve(None);
+    let e = c.model.endpoint.unwrap();
+    assert!(e.trusted && e.offline && !e.local_fallback);
+    assert_eq!((e.api, e.api_key_env.as_deref()), (EndpointApi::Vllm, Some("TEAM_KEY")));
+    // Read leniently, a bad endpoint is reported and every other key applies.
+    let l = parse_lenient(&json!({"model": {"endpoint": "http://gpu.team.example:8080", "threads": 3}, "completion": {"maxTokens": 12}}), &Value::Null).unwrap();
+    assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
+    assert!(l.errors[0].contains("model.endpoint") && l.errors[0].contains("https"), "{:?}", l.errors);
+    let c = l.parsed.options.resolve(None);
+    assert_eq!((c.model.endpoint, c.model.threads, c.completion.max_tokens), (None, 3, 12));
+}

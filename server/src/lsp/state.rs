@@ -113,7 +113,15 @@ impl Default for State {
 impl State {
     /// The session of `uri`, made on first use.
     pub fn session(&mut self, uri: &Uri) -> Session {
-        self.sessions.entry(uri.clone()).or_default().clone()
+        let session = self.sessions.entry(uri.clone()).or_default().clone();
+        // Where its completions may go, by the settings in force now.
+        if let Some(endpoint) = &self.config.model.endpoint {
+            let excluded = || crate::exclude::excluded_by(&self.config.cloud.exclude, uri.0.as_str());
+            let trusted = endpoint.trusted || self.config.offline;
+            let glob = if trusted || self.config.privacy != crate::config::Privacy::Allow { None } else { excluded() };
+            session.set_local(crate::route::completion_endpoint(endpoint.trusted, self.config.offline, self.config.privacy, glob.as_deref()));
+        }
+        session
     }
 
     /// `uri` is where the user is now, at `line` when known. When that is another document

@@ -302,7 +302,9 @@ fn examine(found: Found, config: &ModelConfig, budget: (u64, memory::BudgetSourc
 /// model path and records why in `config.discovered`. Returns the ranking (empty when a path
 /// was configured).
 pub fn fill_in(config: &mut ModelConfig) -> Vec<Candidate> {
-    if config.path.is_some() {
+    // With `model.endpoint`, a GGUF is its vocabulary: only the one named, never a guess (a
+    // model found on disk may not be the one the endpoint runs).
+    if config.path.is_some() || config.endpoint.is_some() {
         return Vec::new();
     }
     let ranked = rank(scan(&Roots::from_env()), config);

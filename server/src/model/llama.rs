@@ -55,6 +55,76 @@ fn backend() -> Result<&'static LlamaBackend, String> {
         .map_err(Clone::clone)
 }
 
+/// What a prompt builder and the generation loop need of a vocabulary beside its tokenizer.
+pub(super) struct VocabInfo {
+    pub format: FimFormat,
+    pub bos: Option<Token>,
+    /// The file separator of repository-level prompts, if the vocabulary has one.
+    pub file_sep: Option<Token>,
+    /// Tokens beyond the vocabulary's end-of-generation set that end a FIM completion.
+    pub extra_stops: Vec<Token>,
+}
+
+fn vocab_info(model: &LlamaModel) -> VocabInfo {
+    let vocab = model.vocab();
+    let marker = |t: LlamaToken| -> Option<(Token, String)> {
+        if t.0 < 0 {
+            return None;
+        }
+        let text = vocab.text(t).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        Some((t.0, text))
+    };
+    let (pre, suf, mid) = (marker(vocab.fim_pre()), marker(vocab.fim_suf()), marker(vocab.fim_mid()));
+    fn as_ref(m: &Option<(Token, String)>) -> fim::Marker<'_> {
+        m.as_ref().map(|(t, s)| (*t, s.as_str()))
+    }
+    let format = fim::detect(as_ref(&pre), as_ref(&suf), as_ref(&mid));
+    let extra_stops = [vocab.fim_pad(), vocab.fim_rep(), vocab.fim_sep()].into_iter().filter(|t| t.0 >= 0).map(|t| t.0).collect();
+    let bos = vocab.should_add_bos().then(|| vocab.bos().0);
+    let file_sep = Some(vocab.fim_sep().0).filter(|&t| t >= 0);
+    VocabInfo { format, bos, file_sep, extra_stops }
+}
+
+/// A GGUF's vocabulary without its weights (llama.cpp's `vocab_only`): what a remote backend
+/// tokenizes its prompts with and turns the endpoint's token ids back into text with, exactly
+/// as the model thread would.
+pub(super) struct VocabOnly {
+    model: LlamaModel,
+    pub info: VocabInfo,
+    /// The trained context from the GGUF header; 0 when unreadable.
+    pub n_ctx_train: u32,
+}
+
+impl VocabOnly {
+    pub fn load(path: &std::path::Path) -> Result<VocabOnly, String> {
+        let backend = backend()?;
+        check_model_file(path)?;
+        let params = LlamaModelParams::default().with_vocab_only(true).with_n_gpu_layers(0);
+        let model = LlamaModel::load_from_file(backend, path, &params)
+            .map_err(|e| format!("llama.cpp could not read the vocabulary of {}: {e}", path.display()))?;
+        let info = vocab_info(&model);
+        // A vocabulary-only model has no hyperparameters (its `n_ctx_train` reads 0): the
+        // trained context comes from the GGUF header, as the memory plan reads it.
+        let n_ctx_train = super::gguf::Gguf::open(path).ok().and_then(|g| g.shape().ok()).map_or(0, |s| s.n_ctx_train);
+        Ok(VocabOnly { model, info, n_ctx_train })
+    }
+
+    /// The tokenizer prompts are built with (the model thread's own, [`complete::Vocab`]).
+    pub fn tokenizer(&self) -> impl super::Tokenize + '_ {
+        complete::Vocab(&self.model)
+    }
+
+    /// Whether `token` ends a completion: end of generation, or the FIM pad, repo or separator.
+    pub fn ends(&self, token: Token) -> bool {
+        self.model.vocab().is_eog(LlamaToken(token)) || self.info.extra_stops.contains(&token)
+    }
+
+    /// Appends `token`'s bytes, as the generation loop does.
+    pub fn piece(&self, token: Token, bytes: &mut Vec<u8>) {
+        self.model.vocab().token_to_piece_into(LlamaToken(token), bytes, false, None);
+    }
+}
+
 /// Entry point of the model thread. With `model.keepAlive` set, the model and its context are
 /// freed after that much inactivity, and the next request loads them again (reported like the
 /// first load: `Loading` progress, then `Ready`).
@@ -378,27 +448,9 @@ impl<'m> Worker<'m> {
             .new_context(backend, params)
             .map_err(|e| format!("cannot create a llama.cpp context of {n_ctx} tokens for {}: {e}", path.display()))?;
 
+        let VocabInfo { format, bos, file_sep, extra_stops } = vocab_info(model);
         let vocab = model.vocab();
-        let marker = |t: LlamaToken| -> Option<(Token, String)> {
-            if t.0 < 0 {
-                return None;
-            }
-            let text = vocab.text(t).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-            Some((t.0, text))
-        };
-        let (pre, suf, mid) = (marker(vocab.fim_pre()), marker(vocab.fim_suf()), marker(vocab.fim_mid()));
-        fn as_ref(m: &Option<(Token, String)>) -> fim::Marker<'_> {
-            m.as_ref().map(|(t, s)| (*t, s.as_str()))
-        }
-        let format = fim::detect(as_ref(&pre), as_ref(&suf), as_ref(&mid));
-        let extra_stops = [vocab.fim_pad(), vocab.fim_rep(), vocab.fim_sep()]
-            .into_iter()
-            .filter(|t| t.0 >= 0)
-            .map(|t| t.0)
-            .collect();
         let end_tokens = (0..model.n_vocab()).filter(|&t| vocab.is_eog(LlamaToken(t))).collect();
-        let bos = vocab.should_add_bos().then(|| vocab.bos().0);
-        let file_sep = Some(vocab.fim_sep().0).filter(|&t| t >= 0);
         let raw = raw_context(&ctx);
         if raw.is_none() {
             tracing::warn!("cannot reach llama.cpp's context to change its thread count; decoding with {threads} threads always");
@@ -768,7 +820,7 @@ impl std::fmt::Display for PrefillError {
 }
 
 /// The longest prefix of `bytes` that is valid UTF-8 (a token may end inside a character).
-fn valid_utf8_prefix(bytes: &[u8]) -> &str {
+pub(super) fn valid_utf8_prefix(bytes: &[u8]) -> &str {
     match std::str::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),

@@ -18,6 +18,7 @@ pub mod fim;
 pub mod gguf;
 mod llama;
 pub mod memory;
+mod remote;
 mod residency;
 pub mod threads;
 
@@ -219,6 +220,11 @@ pub struct Timings {
     /// generation made ahead for this prompt (the figures above are then that generation's), or
     /// by typed-ahead reuse (the user typed the start of the previous suggestion).
     pub cache: Option<CacheHit>,
+    /// Where it was generated when `model.endpoint` is set (`None` otherwise): `"endpoint"`, or
+    /// `"local: …"` / `"none: …"` with the reason the endpoint was not used (a file it may not
+    /// see, offline mode, the endpoint unreachable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
     /// The prompt's token ids, for `ghostline bench` (`ghostline/lastTimings`), which replays
     /// the same prompt against a peer server. Not part of the serialized timings.
     #[serde(skip)]
@@ -272,8 +278,9 @@ type Reply = oneshot::Sender<Result<Generation, GenerateError>>;
 
 /// What the model thread is asked to do.
 enum Job {
-    /// An inline completion (the engine's path).
-    Complete { request: GenerateRequest, reply: Reply },
+    /// An inline completion (the engine's path). `local`: why it may not go to `model.endpoint`
+    /// (the file is one the endpoint may not see); `None`: it may.
+    Complete { request: GenerateRequest, reply: Reply, local: Option<String> },
     /// An instruction-style generation for a code action (see [`ChatRequest`]).
     Chat { request: ChatRequest, reply: Reply },
 }
@@ -338,6 +345,26 @@ impl ModelHandle {
     /// `previous` has ended, so that two models are never resident together.
     pub fn spawn_after(config: &ModelConfig, sampling: Sampling, previous: Option<Residency>) -> ModelHandle {
         let residency = Residency::new();
+        if config.endpoint.is_some() {
+            // The endpoint generates; the model thread is its client (`remote.rs`).
+            let (status_tx, status) = watch::channel(ModelStatus::Loading { progress: 0.0 });
+            let (jobs, rx) = mpsc::channel::<Job>();
+            let config = config.clone();
+            let thread = std::thread::Builder::new()
+                .name("ghostline-remote".into())
+                .spawn({
+                    let guard = residency.guard();
+                    move || {
+                        let _guard = guard;
+                        if let Some(previous) = previous {
+                            previous.wait_gone();
+                        }
+                        remote::run(config, sampling, status_tx, rx)
+                    }
+                })
+                .expect("spawning the remote model thread");
+            return ModelHandle { jobs: Some(jobs), status, thread: Some(thread), residency };
+        }
         let Some(path) = config.path.clone() else {
             let (_tx, status) = watch::channel(ModelStatus::NotConfigured);
             drop(residency.guard()); // no thread, nothing resident
@@ -385,12 +412,23 @@ impl ModelHandle {
 
     /// Queues a generation and returns at once with the way to its answer.
     pub fn submit(&self, request: GenerateRequest) -> Result<oneshot::Receiver<Result<Generation, GenerateError>>, GenerateError> {
+        self.submit_where(request, None)
+    }
+
+    /// [`ModelHandle::generate`] for a file that may not go to `model.endpoint` when `local`
+    /// says why (see `route::completion_endpoint`); the same as `generate` without an endpoint.
+    pub async fn generate_where(&self, request: GenerateRequest, local: Option<String>) -> Result<Generation, GenerateError> {
+        self.submit_where(request, local)?.await.unwrap_or_else(|_| Err(self.unavailable()))
+    }
+
+    /// [`ModelHandle::submit`] with [`ModelHandle::generate_where`]'s `local`.
+    pub fn submit_where(&self, request: GenerateRequest, local: Option<String>) -> Result<oneshot::Receiver<Result<Generation, GenerateError>>, GenerateError> {
         if let ModelStatus::Failed(_) | ModelStatus::NotConfigured = &*self.status.borrow() {
             return Err(self.unavailable());
         }
         let jobs = self.jobs.as_ref().ok_or_else(|| self.unavailable())?;
         let (reply, answer) = oneshot::channel();
-        jobs.send(Job::Complete { request, reply }).map_err(|_| self.unavailable())?;
+        jobs.send(Job::Complete { request, reply, local }).map_err(|_| self.unavailable())?;
         Ok(answer)
     }
 

@@ -2,7 +2,8 @@
 //! why in words a user can read. Pure: every input (privacy, availability, budget, breaker,
 //! clock) is passed in, so each rule is a unit test.
 //!
-//! Completion never leaves the machine. For code actions the order is: offline, privacy,
+//! Completion goes no further than `model.endpoint` (a team's server, when set), and there only
+//! for the files [`completion_endpoint`] allows; the cloud route never sees it. For code actions the order is: offline, privacy,
 //! excluded files, no endpoint, local preference, the circuit breaker, the daily budget — each
 //! of those keeps the task local — then a prompt too big for the local context, no local
 //! model, or a cloud preference send it to the cloud; everything else stays local.
@@ -161,6 +162,29 @@ pub fn route(i: &Inputs<'_>) -> Decision {
         Prefer::Auto if i.task.prefers_cloud() => Decision::cloud(format!("{task} prefer the cloud model when privacy allows{half_open}")),
         _ => Decision::local("the prompt fits the local context"),
     }
+}
+
+/// Whether a file's completions may go to `model.endpoint`: `None` when they may, else why not
+/// (they then run on this machine's model, or get no suggestion). Offline, nothing goes; a
+/// trusted endpoint (a team's own box, or loopback) sees what the local model would; an
+/// untrusted one what the cloud route would: nothing with `privacy: "local-only"` (the
+/// default) or `"redact"` (a completion prompt is not redacted: a secret just before the cursor
+/// is what the model would complete), and never a file `cloud.exclude` names.
+pub fn completion_endpoint(trusted: bool, offline: bool, privacy: Privacy, excluded_by: Option<&str>) -> Option<String> {
+    if offline {
+        return Some("offline mode: nothing leaves the machine".into());
+    }
+    if trusted {
+        return None;
+    }
+    match privacy {
+        Privacy::LocalOnly => return Some("privacy is local-only and the endpoint is not trusted (`model.endpointTrusted`)".into()),
+        Privacy::Redact => {
+            return Some("privacy is redact, and completion prompts are not redacted: only `privacy: \"allow\"` sends them to an untrusted endpoint".into())
+        }
+        Privacy::Allow => {}
+    }
+    excluded_by.map(|glob| format!("the file matches the exclusion `{glob}`, so it is never sent to an untrusted endpoint"))
 }
 
 /// Opens after `threshold` cloud failures in a row, stays open for `cooldown`, then lets one
@@ -341,5 +365,16 @@ mod tests {
         b.spend(101, 5);
         assert_eq!(b, Budget { day: 101, used: 5 });
         assert_eq!(estimate_tokens(&"x".repeat(700)), 200);
+    }
+
+    #[test]
+    fn completions_go_to_an_untrusted_endpoint_only_where_the_cloud_route_would_go() {
+        assert_eq!(completion_endpoint(true, false, Privacy::LocalOnly, Some(".env")), None, "trusted: as the local model");
+        assert!(completion_endpoint(true, true, Privacy::Allow, None).unwrap().contains("offline"));
+        assert!(completion_endpoint(false, true, Privacy::Allow, None).unwrap().contains("offline"));
+        assert!(completion_endpoint(false, false, Privacy::LocalOnly, None).unwrap().contains("local-only"));
+        assert!(completion_endpoint(false, false, Privacy::Redact, None).unwrap().contains("redact"));
+        assert!(completion_endpoint(false, false, Privacy::Allow, Some("*.pem")).unwrap().contains("*.pem"));
+        assert_eq!(completion_endpoint(false, false, Privacy::Allow, None), None);
     }
 }

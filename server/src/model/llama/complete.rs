@@ -70,7 +70,7 @@ impl Worker<'_> {
 }
 
 /// The model's vocabulary as the prompt builder sees it.
-struct Vocab<'m>(&'m LlamaModel);
+pub(in crate::model) struct Vocab<'m>(pub(in crate::model) &'m LlamaModel);
 
 impl Tokenize for Vocab<'_> {
     fn tokenize(&self, text: &str) -> Vec<Token> {
