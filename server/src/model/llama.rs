@@ -13,7 +13,6 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
-use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
 use tokio::sync::watch;
 
@@ -332,8 +331,6 @@ struct Worker<'m> {
     file_sep: Option<Token>,
     /// Tokens beyond the vocabulary's end-of-generation set that end a FIM completion.
     extra_stops: Vec<Token>,
-    /// The vocabulary's end-of-generation tokens (masked where an answer is required).
-    end_tokens: Vec<Token>,
     /// Tokens whose KV entries are in the context, in position order.
     cached: Vec<LlamaToken>,
     /// How many of `cached` were prompt (the rest were generated after it).
@@ -449,8 +446,6 @@ impl<'m> Worker<'m> {
             .map_err(|e| format!("cannot create a llama.cpp context of {n_ctx} tokens for {}: {e}", path.display()))?;
 
         let VocabInfo { format, bos, file_sep, extra_stops } = vocab_info(model);
-        let vocab = model.vocab();
-        let end_tokens = (0..model.n_vocab()).filter(|&t| vocab.is_eog(LlamaToken(t))).collect();
         let raw = raw_context(&ctx);
         if raw.is_none() {
             tracing::warn!("cannot reach llama.cpp's context to change its thread count; decoding with {threads} threads always");
@@ -467,7 +462,6 @@ impl<'m> Worker<'m> {
             bos,
             file_sep,
             extra_stops,
-            end_tokens,
             cached: Vec::new(),
             cached_prompt: 0,
             aligned_upto: 0,
@@ -555,7 +549,7 @@ impl<'m> Worker<'m> {
     /// pad, repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
     /// context. Fills `timings` but for the prompt fields; returns the text kept.
     fn prefill_and_decode(&mut self, prompt: &[LlamaToken], run: &Run<'_>, start: Instant, timings: &mut Timings) -> Result<String, GenerateError> {
-        let Run { cancel, max_tokens, stop, fim_stops, aligned, answer_required } = *run;
+        let Run { cancel, max_tokens, stop, fim_stops, aligned } = *run;
         let n_ctx = self.ctx.n_ctx() as usize;
         let (reused, restored) = self.prefill(prompt, cancel, aligned).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,
@@ -593,21 +587,7 @@ impl<'m> Worker<'m> {
                 self.drop_unconfirmed();
                 return Err(GenerateError::Cancelled);
             }
-            let token = if answer_required && first_token_at.is_none() {
-                // The same greedy choice among the tokens that do not end the answer; the
-                // penalties see it as the chain's own.
-                let ends: Vec<LlamaLogitBias> = self.end_tokens.iter().chain(if fim_stops { &self.extra_stops[..] } else { &[] }).map(|&t| LlamaLogitBias::new(LlamaToken(t), f32::NEG_INFINITY)).collect();
-                let mut first = LlamaSampler::chain_simple([
-                    LlamaSampler::logit_bias(self.model.n_vocab(), &ends),
-                    LlamaSampler::penalties(self.model.n_vocab(), self.sampling.repeat_last_n as i32, self.sampling.repeat_penalty, 0.0, 0.0),
-                    LlamaSampler::greedy(),
-                ]);
-                let token = first.sample(&self.ctx, logits_at);
-                sampler.accept(token);
-                token
-            } else {
-                sampler.sample(&self.ctx, logits_at)
-            };
+            let token = sampler.sample(&self.ctx, logits_at);
             first_token_at.get_or_insert_with(Instant::now);
             if let Some((proposed, matched)) = &mut unchecked {
                 let hit = proposed.get(*matched) == Some(&token);
@@ -801,8 +781,6 @@ struct Run<'a> {
     /// Decode the prompt in aligned batches (completions, whose answers must not depend on the
     /// cache); chats (code actions) decode in `n_batch` batches.
     aligned: bool,
-    /// No end of generation (nor, with `fim_stops`, a FIM stop token) as the first token.
-    answer_required: bool,
 }
 
 enum PrefillError {

@@ -151,10 +151,6 @@ pub struct Prompt {
     pub stop_key: u64,
     /// Tokens to generate at most (fitted to the context by the builder).
     pub max_tokens: usize,
-    /// The answer may not be empty: end-of-generation tokens cannot be its first token. A
-    /// prompt made for a blank line asks for a line (`StopRule::requires_answer`); part of
-    /// the stop key.
-    pub answer_required: bool,
 }
 
 impl fmt::Debug for Prompt {

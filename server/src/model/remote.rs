@@ -314,7 +314,7 @@ impl Remote {
             }
             (None, None) => unreachable!("probed above"),
         };
-        let Prompt { tokens, stop, stop_key, max_tokens, .. } = prompt;
+        let Prompt { tokens, stop, stop_key, max_tokens } = prompt;
         let mut timings = Timings { backend: Some("endpoint".into()), ..Timings::default() };
         if tokens.is_empty() {
             return Ok(Generation { text: String::new(), timings });

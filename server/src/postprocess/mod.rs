@@ -90,14 +90,6 @@ impl StopRule {
         self
     }
 
-    /// Whether an empty answer is no answer: the prompt ends before a blank line's break and
-    /// indentation (`lead`), and the user on that line asks for what goes there. An end of
-    /// generation right away would leave the line empty: a model trained on empty middles
-    /// at the ends of lines picks it where it is unsure whether the line above is complete.
-    pub fn requires_answer(&self) -> bool {
-        !self.lead.is_empty()
-    }
-
     /// Requires generated text to start with `lead`, which the suggestion then leaves out.
     /// More indentation after the lead is kept; anything else makes the suggestion empty.
     pub fn with_lead(mut self, lead: &str) -> Self {

@@ -167,9 +167,8 @@ impl PromptPlan {
     /// identifies it for the suggestion cache.
     pub fn into_prompt(self) -> Prompt {
         let stop_key = Hasher::default().hash_one(&self.stop);
-        let answer_required = self.stop.requires_answer();
         let stop = self.stop;
-        Prompt { tokens: self.tokens, stop: Box::new(move |text| stop.check(text)), stop_key, max_tokens: self.max_tokens, answer_required }
+        Prompt { tokens: self.tokens, stop: Box::new(move |text| stop.check(text)), stop_key, max_tokens: self.max_tokens }
     }
 }
 
