@@ -48,64 +48,6 @@ impl Def {
     }
 }
 
-/// Lines a definition keeps in its short form ([`Def::short`]): what a model trained on
-/// ghostline's sections saw when a definition was too long for the section.
-pub const SHORT_LINES: usize = 8;
-/// Lines a class (struct, interface) keeps in its short form, its closing brace aside: its
-/// header, its constructor (else its first public member) and `...` — a call needs the
-/// constructor's parameters; three lines instead of seven
-/// let the section hold half as many classes again (`ghostline eval --cross-file --mode
-/// index`: the callee offered in 36 of 48 holes instead of 31 at the same budget).
-pub const SHORT_TYPE_LINES: usize = 3;
-
-impl Def {
-    /// The definition in at most [`SHORT_LINES`] lines, what a call needs first: without doc
-    /// comments, decorators and attributes; a function's signature on its own; a class in
-    /// [`SHORT_TYPE_LINES`]. `None` when the text is that short already.
-    pub fn short(&self) -> Option<String> {
-        let lines: Vec<&str> = self.text.lines().collect();
-        let is_noise = |l: &str| {
-            let t = l.trim_start();
-            t.starts_with('@') || t.starts_with("///") || t.starts_with("//") || t.starts_with("#[") || t.starts_with('#') || t.starts_with("\"\"\"") || t.starts_with("/**") || t.starts_with('*')
-        };
-        let out = match self.kind {
-            Kind::Type => {
-                // The header's first line, then the constructor, then other public members.
-                let head = lines.iter().position(|l| !is_noise(l)).unwrap_or(0);
-                let closing = lines.last().filter(|l| l.trim() == "}" || l.trim() == "};").copied();
-                let members: Vec<&str> = lines[head + 1..].iter().copied().filter(|l| !is_noise(l) && l.trim() != "..." && Some(*l) != closing).collect();
-                let ctor = |l: &str| {
-                    let t = l.trim_start();
-                    t.starts_with("def __init__(") || t.starts_with("constructor(") || t.starts_with("pub fn new(") || t.starts_with("fn new(")
-                };
-                let mut kept = vec![lines[head]];
-                kept.extend(members.iter().copied().filter(|l| ctor(l)));
-                let room = SHORT_TYPE_LINES.saturating_sub(kept.len() + 1);
-                kept.extend(members.iter().copied().filter(|l| !ctor(l) && !l.trim_start().starts_with("def _")).take(room));
-                let mut out = kept.join("\n");
-                if kept.len() - 1 < members.len() {
-                    let indent = members.first().map_or("", |l| &l[..l.len() - l.trim_start().len()]);
-                    out.push_str(&format!("\n{}...", if indent.is_empty() { "    " } else { indent }));
-                }
-                if let Some(closing) = closing {
-                    out.push('\n');
-                    out.push_str(closing);
-                }
-                out
-            }
-            _ => {
-                let kept: Vec<&str> = lines.iter().copied().filter(|l| !is_noise(l)).take_while(|l| l.trim() != "...").take(SHORT_LINES).collect();
-                let mut out = kept.join("\n");
-                if out.ends_with(':') {
-                    out.push_str(" ...");
-                }
-                out
-            }
-        };
-        (out.len() < self.text.len() && !out.trim().is_empty()).then_some(out)
-    }
-}
-
 /// The definitions of a parsed file, in file order.
 pub fn extract(spec: &Spec, tree: &Tree, text: &str) -> Vec<Def> {
     let mut out = Vec::new();
@@ -564,23 +506,6 @@ mod tests {
             "class Store(Base, mixins.Saved):\n    \"\"\"A store.\"\"\"\n    size: int = 0\n    def get(self, key: str) -> bytes: ...\n    @property\n    def empty(self): ..."
         );
         assert_eq!(d[2].bases, ["Base", "mixins.Saved"]);
-    }
-
-    #[test]
-    fn short_forms_keep_what_a_call_needs() {
-        let src = "@cache\ndef load(\n    path: str,\n    strict=False,\n) -> dict:\n    \"\"\"Load a file.\"\"\"\n    return {}\n\ndef plain(x): return x\n\nclass Store(Base):\n    '''A store.'''\n    size: int = 0\n    def get(self, key): return 1\n    def _hidden(self): pass\n    def put(self, key, value): pass\n    def __init__(self, root, *, cap=3):\n        self.root = root\n    def a(self): pass\n    def b(self): pass\n    def c(self): pass\n    def d(self): pass\n    def e(self): pass\n";
-        let d = defs("m.py", src);
-        assert_eq!(d[0].short().as_deref(), Some("def load(\n    path: str,\n    strict=False,\n) -> dict: ..."));
-        assert_eq!(d[1].short(), None, "one line already");
-        assert_eq!(
-            d[2].short().as_deref(),
-            Some("class Store(Base):\n    def __init__(self, root, *, cap=3): ...\n    ...")
-        );
-        let no_ctor = defs("m.py", "class Plain:\n    size = 0\n    def get(self, key): return 1\n    def put(self, k, v): pass\n");
-        assert_eq!(no_ctor[0].short().as_deref(), Some("class Plain:\n    size = 0\n    ..."));
-        let rust = defs("m.rs", "/// A point.\n#[derive(Debug)]\npub struct Point {\n    pub x: i32,\n}\n\n/// Makes one.\npub fn make(x: i32) -> Point {\n    Point { x }\n}\n");
-        assert_eq!(rust[0].short().as_deref(), Some("pub struct Point {\n    pub x: i32,\n}"));
-        assert_eq!(rust[1].short().as_deref(), Some("pub fn make(x: i32) -> Point { ... }"));
     }
 
     #[test]

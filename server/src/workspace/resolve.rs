@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
-use super::defs::{Kind, SHORT_LINES};
+use super::defs::Kind;
 use super::imports::{self, Binding, Bindings};
 use super::index::State;
 use super::Snippet;
@@ -250,18 +250,12 @@ fn select(state: &State, mut picks: Vec<Pick>, max_bytes: usize) -> Vec<Snippet>
         }
         let f = state.file(p.file);
         let d = &f.defs[p.def];
-        // What the scope uses is shown whole when it is short; anything longer, and what only
-        // the rest of the file uses or nothing uses yet, in its short form: one long class must
-        // not take the room of the ten signatures after it.
-        let whole = p.tier == Tier::Scope && d.text.lines().count() <= SHORT_LINES;
-        let text = if whole { None } else { d.short() };
-        let text = text.unwrap_or_else(|| d.text.clone());
-        let cost = text.len() + f.rel.len() + SNIPPET_OVERHEAD;
+        let cost = d.text.len() + f.rel.len() + SNIPPET_OVERHEAD;
         if used + cost > max_bytes {
             continue;
         }
         used += cost;
-        chosen.push(Snippet { path: f.rel.clone(), text, start_line: d.line });
+        chosen.push(Snippet { path: f.rel.clone(), text: d.text.clone(), start_line: d.line });
     }
     chosen
 }
