@@ -114,6 +114,7 @@ impl Backend {
         let text = contents.text.as_str();
         let started = std::time::Instant::now();
         let plan = nextedit::plan(&event, Doc { text, spec, tree });
+        tracing::debug!(edits = plan.edits.len(), holes = plan.holes.len(), "next edit: planned");
         let mut proposals = plan.edits;
         let engine = engine.filter(|e| model && e.config.enabled && !e.model.thread_died());
         if let (Some(engine), false) = (engine, plan.holes.is_empty()) {
@@ -136,6 +137,9 @@ impl Backend {
                 match engine.run(input, draft, cancel).await {
                     Ok(s) => {
                         let line = s.text.split('\n').next().unwrap_or("").trim_end();
+                        if crate::config::log_code() {
+                            tracing::debug!(text = ?s.text, "next edit: the model's call");
+                        }
                         if !line.trim().is_empty() && text.get(hole.range.clone()) != Some(line) {
                             proposals.push(Proposal { range: hole.range, new_text: line.to_owned(), kind: Kind::Signature });
                         }

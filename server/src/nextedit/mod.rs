@@ -45,8 +45,8 @@ pub struct Proposal {
     pub kind: Kind,
 }
 
-/// A call whose arguments the FIM model is to write again: the hole is `range` (from after
-/// the call's `(` to the end of its line), and the prompt's cross-file section shows
+/// A call whose arguments the FIM model is to write again: the hole is `range` (between the
+/// call's parentheses), and the prompt's cross-file section shows
 /// `definition` (the changed definition's header) as a piece of this file at `def_line`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hole {
@@ -147,14 +147,6 @@ pub fn plan(event: &EditEvent, doc: Doc<'_>) -> Plan {
 /// Whether `a` overlaps or touches `b` (an insertion at either end of a change counts).
 fn touches(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start <= b.end && b.start <= a.end
-}
-
-/// The byte range of line content around `at` (no line break).
-pub fn line_around(text: &str, at: usize) -> Range<usize> {
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-    let end = if text[..end].ends_with('\r') { end - 1 } else { end };
-    start..end
 }
 
 /// Test helpers: a document and an edit made on it, from two texts.

@@ -1,8 +1,8 @@
 //! The signature rule: the user's edit changed a function's parameter list, so its calls in
 //! the file follow. A removed parameter takes its argument out of each call (the keyword one,
 //! or the positional one at its place) — deterministic; a parameter added without a default
-//! (or a list changed otherwise) leaves each one-line call as a hole, from after its `(` to
-//! the end of its line, for the FIM model to write again with the new definition shown. A
+//! (or a list changed otherwise) leaves the arguments of each one-line call as a hole (between
+//! its parentheses) for the FIM model to write again with the new definition shown. A
 //! parameter added with a default asks nothing of the calls.
 
 use tree_sitter::Node;
@@ -73,8 +73,10 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>, old: Doc<'_>) -> Option<Plan> {
         if call.start_position().row != call.end_position().row {
             continue;
         }
-        let line = super::line_around(doc.text, args.start_byte());
-        plan.holes.push(Hole { range: args.start_byte() + 1..line.end, definition: header.clone(), def_line });
+        if !doc.text[..args.end_byte()].ends_with(')') {
+            continue;
+        }
+        plan.holes.push(Hole { range: args.start_byte() + 1..args.end_byte() - 1, definition: header.clone(), def_line });
     }
     Some(plan)
 }
@@ -153,7 +155,7 @@ mod tests {
         assert_eq!(plan.holes.len(), 3, "{plan:?}");
         let hole = &plan.holes[0];
         let after = SRC.replacen("mode, retries)", "mode, retries, timeout)", 1);
-        assert_eq!(&after[hole.range.clone()], "p, 'r', 3)");
+        assert_eq!(&after[hole.range.clone()], "p, 'r', 3");
         assert_eq!(hole.definition, "def load(path, mode, retries, timeout):");
         let (plan, _) = edit(SRC, &SRC.replacen("mode, retries)", "mode, retries, timeout=5)", 1));
         assert_eq!((plan.edits.len(), plan.holes.len()), (0, 0));
