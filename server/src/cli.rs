@@ -161,6 +161,11 @@ enum Command {
         /// with `--source` (Python), each asked with the cross-file section and without.
         #[arg(long)]
         cross_file: bool,
+        /// Instead: next edits after synthesized edits in the projects given with `--source`
+        /// (Python): renames, signature changes, repeated edits and no-edit cases; `--holes`
+        /// tasks of each kind per project.
+        #[arg(long)]
+        next_edit: bool,
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS))]
         threads: Option<u32>,
         #[arg(long)]
@@ -360,11 +365,20 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Eval { model, holes, seed, languages, sources, window_lines, cross_file, threads, json } => {
+        Command::Eval { model, holes, seed, languages, sources, window_lines, cross_file, next_edit, threads, json } => {
             let mut options = Options::default();
             options.model.path = model;
             options.model.threads = threads;
             let config = options.resolve(config::env_model());
+            if next_edit {
+                return match crate::eval::next_edit::run(&config, &sources, holes, seed, json) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(message) => {
+                        eprintln!("ghostline eval: {message}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
             if cross_file {
                 return match crate::eval::cross_file::run(&config, &sources, holes, seed, json) {
                     Ok(()) => ExitCode::SUCCESS,

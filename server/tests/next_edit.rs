@@ -1,7 +1,7 @@
 //! Next edits end to end: the real binary with the FIM test model, over stdio. A parameter
 //! renamed by typing → `ghostline/nextEdit` (and `textDocument/copilotInlineEdit`) returns its
 //! other uses, and the "Apply next edit" code action carries them as a `WorkspaceEdit`; a
-//! parameter added → the FIM model writes the call again; `nextEdit.enabled: false` and an
+//! parameter added → the calls get it, by name or from the FIM model; `nextEdit.enabled: false` and an
 //! excluded file → nothing.
 
 mod common;
@@ -11,7 +11,7 @@ use ghostline::stdio_client::StdioClient;
 use serde_json::{json, Value};
 
 const URI: &str = "file:///tmp/ghostline-next-edit/shapes.py";
-const TEXT: &str = "def area(w, h):\n    s = w * h\n    return s + w\n\n\ndef total(items):\n    return sum(area(i, 2) for i in items)\n\n\nx = area(3, 4)\n";
+const TEXT: &str = "def area(w, h):\n    s = w * h\n    return s + w\n\n\ndef total(items, d):\n    return sum(area(i, 2) for i in items)\n\n\nx = area(3, 4)\n";
 
 fn server(options: Value) -> StdioClient {
     let mut client = spawn();
@@ -91,14 +91,14 @@ fn an_added_parameter_has_the_model_write_the_calls_again() {
     // `def area(w, h, d):`
     retype(&mut client, URI, 0, 13, 0, ", d", 2);
     let edits = next_edit(&mut client, "ghostline/nextEdit", URI);
-    let lines: Vec<u64> = places(&edits).iter().map(|p| p.0).collect();
-    assert_eq!(lines, [6, 9], "{edits:?}");
-    for (line, start, _, text) in places(&edits) {
-        assert!(!text.is_empty(), "line {line}");
-        assert_eq!(start, if line == 6 { 20 } else { 9 }, "the hole starts after the call's `(`");
-    }
+    let found = places(&edits);
+    // In `total`, a `d` is there to pass: passed by name; at the module's call, the model's.
+    assert_eq!(found.first(), Some(&(6, 24, 24, ", d".to_owned())), "{edits:?}");
+    let model = found.get(1).unwrap_or_else(|| panic!("the model wrote nothing for the module's call: {edits:?}"));
+    assert_eq!((model.0, model.1, model.2), (9, 13, 13), "the new argument goes after the last one");
+    assert!(model.3.starts_with(", ") && model.3.len() > 2, "{model:?}");
     // The same again: deterministic.
-    assert_eq!(places(&next_edit(&mut client, "ghostline/nextEdit", URI)), places(&edits));
+    assert_eq!(places(&next_edit(&mut client, "ghostline/nextEdit", URI)), found);
     client.shutdown(TIMEOUT).unwrap();
 }
 

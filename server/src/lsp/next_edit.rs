@@ -14,10 +14,8 @@ use tower_lsp_server::jsonrpc::Result;
 
 use super::state::uri_to_path;
 use super::{contained, encoding, Backend};
-use crate::context::{CrossFile, Related};
-use crate::engine::Input;
 use crate::model::{CancelFlag, GenerateError};
-use crate::nextedit::{self, Doc, Kind, Proposal};
+use crate::nextedit::{self, Doc};
 
 /// `ghostline/nextEdit`'s and `textDocument/copilotInlineEdit`'s parameters.
 #[derive(Debug, Clone, Deserialize)]
@@ -120,30 +118,11 @@ impl Backend {
         if let (Some(engine), false) = (engine, plan.holes.is_empty()) {
             let path = uri_to_path(uri.0.as_str());
             let name = path.as_ref().and_then(|p| p.file_name()).map_or_else(|| "file".to_owned(), |n| n.to_string_lossy().into_owned());
-            for hole in plan.holes {
+            for hole in &plan.holes {
                 let cancel = CancelFlag::new();
                 session.add_work(cancel.clone());
-                let mut holed = text.to_owned();
-                holed.replace_range(hole.range.clone(), "");
-                let holed_tree = spec.parse(&holed);
-                let cross_file = CrossFile {
-                    path: name.clone(),
-                    comment: spec.line_comment(),
-                    snippets: vec![Related { path: name.clone(), text: hole.definition.clone(), line: hole.def_line, recent: false }],
-                    laid_out: Default::default(),
-                };
-                let input = Input { text: &holed, cursor: hole.range.start, syntax: Some((spec, &holed_tree)), cross_file: Some(&cross_file) };
-                let draft = engine.draft(input);
-                match engine.run(input, draft, cancel).await {
-                    Ok(s) => {
-                        let line = s.text.split('\n').next().unwrap_or("").trim_end();
-                        if crate::config::log_code() {
-                            tracing::debug!(text = ?s.text, "next edit: the model's call");
-                        }
-                        if !line.trim().is_empty() && text.get(hole.range.clone()) != Some(line) {
-                            proposals.push(Proposal { range: hole.range, new_text: line.to_owned(), kind: Kind::Signature });
-                        }
-                    }
+                match nextedit::fill::fill(&engine, Doc { text, spec, tree }, hole, &name, cancel).await {
+                    Ok(found) => proposals.extend(found),
                     // The user typed on: these edits are for a text that is gone.
                     Err(GenerateError::Cancelled) => return None,
                     Err(e) => {

@@ -6,6 +6,7 @@
 //! ranges in, plain text and byte ranges out: no LSP here (the server converts in
 //! `lsp/next_edit.rs`). Python only for now: other languages get no proposals.
 
+pub mod fill;
 pub mod history;
 pub mod lex;
 pub mod rename;
@@ -45,12 +46,15 @@ pub struct Proposal {
     pub kind: Kind,
 }
 
-/// A call whose arguments the FIM model is to write again: the hole is `range` (between the
-/// call's parentheses), and the prompt's cross-file section shows
+/// A call whose arguments the FIM model is to write: `range` (the arguments between the
+/// call's parentheses, or an empty place for a new one) becomes `lead`, what the model writes
+/// there, and `trail` (`", "` around a new argument); the prompt's cross-file section shows
 /// `definition` (the changed definition's header) as a piece of this file at `def_line`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hole {
     pub range: Range<usize>,
+    pub lead: String,
+    pub trail: String,
     pub definition: String,
     pub def_line: u32,
 }

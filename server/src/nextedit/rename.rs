@@ -62,17 +62,27 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>) -> Option<Plan> {
         (n.kind() == "identifier" && n.byte_range() == (p..p + new.len())).then_some(n)
     })?;
     let binding = binding(node, doc.text)?;
-    let mut edits = Vec::new();
-    let mut push = |n: Node<'_>| edits.push(Proposal { range: n.byte_range(), new_text: new.clone(), kind: Kind::Rename });
+    // The new name taken already there: two variables would become one — not a rename.
+    if sites(binding, &new, doc, root).iter().any(|n| !at.contains(&n.start_byte())) {
+        return None;
+    }
+    let edits = sites(binding, &old, doc, root).into_iter().map(|n| Proposal { range: n.byte_range(), new_text: new.clone(), kind: Kind::Rename }).collect();
+    Some(Plan { edits, holes: Vec::new(), title: format!("rename `{old}` to `{new}`") })
+}
+
+/// Where `name` is used under `binding`.
+fn sites<'t>(binding: Binding<'t>, name: &str, doc: Doc<'_>, root: Node<'t>) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut push = |n: Node<'t>| out.push(n);
     match binding {
-        Binding::Name { scope } => uses(scope, scope, &old, doc.text, &mut push),
+        Binding::Name { scope } => uses(scope, scope, name, doc.text, &mut push),
         Binding::Param { function } => {
-            uses(function, function, &old, doc.text, &mut push);
-            if let Some(name) = function.child_by_field_name("name").map(|n| &doc.text[n.byte_range()]) {
-                for call in calls(root, name, doc.text) {
+            uses(function, function, name, doc.text, &mut push);
+            if let Some(f) = function.child_by_field_name("name").map(|n| &doc.text[n.byte_range()]) {
+                for call in calls(root, f, doc.text) {
                     let Some(args) = call.child_by_field_name("arguments") else { continue };
                     for arg in named_children(args).filter(|a| a.kind() == "keyword_argument") {
-                        if let Some(k) = arg.child_by_field_name("name").filter(|k| &doc.text[k.byte_range()] == old) {
+                        if let Some(k) = arg.child_by_field_name("name").filter(|k| &doc.text[k.byte_range()] == name) {
                             push(k);
                         }
                     }
@@ -82,14 +92,14 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>) -> Option<Plan> {
         Binding::Attribute { class } => walk(class, &mut |n| {
             if n.kind() == "attribute" {
                 let (Some(object), Some(attr)) = (n.child_by_field_name("object"), n.child_by_field_name("attribute")) else { return true };
-                if matches!(&doc.text[object.byte_range()], "self" | "cls") && doc.text[attr.byte_range()] == old {
+                if matches!(&doc.text[object.byte_range()], "self" | "cls") && doc.text[attr.byte_range()] == *name {
                     push(attr);
                 }
             }
             true
         }),
     }
-    Some(Plan { edits, holes: Vec::new(), title: format!("rename `{old}` to `{new}`") })
+    out
 }
 
 /// What kind of binding the identifier `node` is, if it is one.
@@ -287,6 +297,13 @@ mod tests {
         let before = "class C:\n    def __init__(self):\n        self.v = 1\n    def g(self):\n        return self.v + v\n";
         let (_, text) = edit(before, &before.replacen("self.v =", "self.value =", 1));
         assert_eq!(text, "class C:\n    def __init__(self):\n        self.value = 1\n    def g(self):\n        return self.value + v\n");
+    }
+
+    #[test]
+    fn a_binding_renamed_to_a_name_in_use_is_no_rename() {
+        let before = "def f(key, hooks):\n    hooks = hooks or {}\n    return hooks.get(key)\n";
+        let (plan, _) = edit(before, &before.replacen("    hooks =", "    key =", 1));
+        assert!(plan.edits.is_empty(), "{plan:?}");
     }
 
     #[test]

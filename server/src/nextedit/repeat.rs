@@ -1,5 +1,6 @@
 //! The repeated-edit rule: the user changed one line; lines of the same shape near it (the
-//! same tokens, bar the identifiers and literals that vary from line to line) that have not
+//! same indentation and tokens, bar the identifiers and literals that vary from line to line,
+//! and the same function called first) that have not
 //! had the change get it too. The change is the tokens that differ between the line before
 //! and after; a change of literals alone (a value) is the line's own business and is not
 //! repeated.
@@ -47,6 +48,9 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>) -> Option<Plan> {
         let Some(start) = line_start(doc.text, line) else { break };
         let end = doc.text[start..].find('\n').map_or(doc.text.len(), |i| start + i);
         let content = doc.text[start..end].trim_end_matches('\r');
+        if indent(content) != indent(before) {
+            continue;
+        }
         let c = lex(content, comment);
         if !same_shape(&b, &c) {
             continue;
@@ -77,23 +81,28 @@ fn one_line(text: &str) -> Option<&str> {
     (!line.contains('\n') && !line.trim().is_empty()).then_some(line)
 }
 
+fn indent(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
 fn collapse(s: &str) -> String {
     s.split_whitespace().collect()
 }
 
 /// Whether the candidate line `c` has the shape of the edited line before the edit `b`: as
-/// many tokens of the same kinds, the same punctuation, the same function called (an
-/// identifier before `(`), and most of the tokens the same.
+/// many tokens of the same kinds, the same punctuation, the same function called first (the
+/// first identifier before a `(`), and most of the tokens the same.
 fn same_shape(b: &[Tok<'_>], c: &[Tok<'_>]) -> bool {
     if b.len() != c.len() || b.is_empty() {
         return false;
     }
-    for (i, (x, y)) in b.iter().zip(c).enumerate() {
+    for (x, y) in b.iter().zip(c) {
         if x.kind != y.kind || (x.kind == TokKind::Punct && x.text != y.text) {
             return false;
         }
-        let callee = x.kind == TokKind::Ident && b.get(i + 1).is_some_and(|n| n.text == "(");
-        if callee && x.text != y.text {
+    }
+    if let Some(i) = b.windows(2).position(|w| w[0].kind == TokKind::Ident && w[1].text == "(") {
+        if b[i].text != c[i].text {
             return false;
         }
     }

@@ -1,8 +1,9 @@
 //! The signature rule: the user's edit changed a function's parameter list, so its calls in
 //! the file follow. A removed parameter takes its argument out of each call (the keyword one,
 //! or the positional one at its place) — deterministic; a parameter added without a default
-//! (or a list changed otherwise) leaves the arguments of each one-line call as a hole (between
-//! its parentheses) for the FIM model to write again with the new definition shown. A
+//! is passed by name where the call has a variable of that name, else its place in each
+//! one-line call is a hole for the FIM model, with the new definition shown; a list changed
+//! otherwise leaves the arguments of each one-line call as a hole (between its parentheses). A
 //! parameter added with a default asks nothing of the calls.
 
 use tree_sitter::Node;
@@ -55,10 +56,36 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>, old: Doc<'_>) -> Option<Plan> {
         }
         return Some(plan);
     }
+    let header = doc.text[def.start_byte()..def.child_by_field_name("body").map_or(def.end_byte(), |b| b.start_byte())].trim_end().to_owned();
+    let def_line = def.start_position().row as u32;
+    let hole = |range: std::ops::Range<usize>, lead: &str, trail: &str| Hole { range, lead: lead.to_owned(), trail: trail.to_owned(), definition: header.clone(), def_line };
     if now.len() == was.len() + 1 {
         let k = (0..now.len()).find(|&i| was.get(i) != Some(&now[i]))?;
-        if now[k + 1..] == was[k..] && (now[k].default || now[k].special) {
-            // Nothing for the calls to do: the edit is complete as it is.
+        if now[k + 1..] == was[k..] {
+            if now[k].default || now[k].special {
+                // Nothing for the calls to do: the edit is complete as it is.
+                return Some(plan);
+            }
+            // One argument more, at its place: a variable of that name where the call is,
+            // else the model's.
+            let Some(k) = k.checked_sub(bound) else { return Some(plan) };
+            for call in sites {
+                let Some(args) = call.child_by_field_name("arguments").filter(|a| a.kind() == "argument_list") else { continue };
+                let list: Vec<Node<'_>> = named_children(args).collect();
+                if list.len() != was.len() - bound || list.iter().any(|a| matches!(a.kind(), "keyword_argument" | "list_splat" | "dictionary_splat")) {
+                    continue;
+                }
+                let (at, lead, trail) = match list.get(k) {
+                    Some(next) => (next.start_byte(), "", ", "),
+                    None if list.is_empty() => (args.end_byte() - 1, "", ""),
+                    None => (list[list.len() - 1].end_byte(), ", ", ""),
+                };
+                if visible(doc, call, &now[k].name) {
+                    plan.edits.push(Proposal { range: at..at, new_text: format!("{lead}{}{trail}", now[k].name), kind: Kind::Signature });
+                } else if call.start_position().row == call.end_position().row {
+                    plan.holes.push(hole(at..at, lead, trail));
+                }
+            }
             return Some(plan);
         }
     }
@@ -66,8 +93,6 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>, old: Doc<'_>) -> Option<Plan> {
         // One parameter renamed (the rename rule's), or its default changed: calls stay.
         return Some(plan);
     }
-    let header = doc.text[def.start_byte()..def.child_by_field_name("body").map_or(def.end_byte(), |b| b.start_byte())].trim_end().to_owned();
-    let def_line = def.start_position().row as u32;
     for call in sites {
         let Some(args) = call.child_by_field_name("arguments") else { continue };
         if call.start_position().row != call.end_position().row {
@@ -76,9 +101,39 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>, old: Doc<'_>) -> Option<Plan> {
         if !doc.text[..args.end_byte()].ends_with(')') {
             continue;
         }
-        plan.holes.push(Hole { range: args.start_byte() + 1..args.end_byte() - 1, definition: header.clone(), def_line });
+        plan.holes.push(hole(args.start_byte() + 1..args.end_byte() - 1, "", ""));
     }
     Some(plan)
+}
+
+/// Whether a variable `name` is there for `call` to pass: a parameter of the function around
+/// it, or a name assigned in that function (or at module level) before the call.
+fn visible(doc: Doc<'_>, call: Node<'_>, name: &str) -> bool {
+    let mut scope = call.parent();
+    while let Some(n) = scope {
+        if n.kind() == "function_definition" {
+            break;
+        }
+        scope = n.parent();
+    }
+    let scope = scope.unwrap_or_else(|| doc.tree.root_node());
+    let mut found = false;
+    let mut stack = vec![scope];
+    while let Some(n) = stack.pop() {
+        if found || n.start_byte() >= call.start_byte() {
+            continue;
+        }
+        if n.kind() == "identifier" && &doc.text[n.byte_range()] == name {
+            let p = n.parent();
+            let attribute = p.is_some_and(|p| p.kind() == "attribute" && p.child_by_field_name("attribute") == Some(n));
+            let keyword = p.is_some_and(|p| p.kind() == "keyword_argument" && p.child_by_field_name("name") == Some(n));
+            found = !attribute && !keyword;
+        }
+        let mut c = n.walk();
+        // Names inside other functions and classes are theirs.
+        stack.extend(n.children(&mut c).filter(|c| !matches!(c.kind(), "function_definition" | "class_definition")));
+    }
+    found
 }
 
 /// The function definition whose header holds byte `at`.
@@ -152,13 +207,22 @@ mod tests {
     fn an_added_parameter_makes_holes_unless_it_has_a_default() {
         let (plan, _) = edit(SRC, &SRC.replacen("mode, retries)", "mode, retries, timeout)", 1));
         assert!(plan.edits.is_empty());
-        assert_eq!(plan.holes.len(), 3, "{plan:?}");
+        // Calls passing keywords or unpacking a list are left alone.
+        assert_eq!(plan.holes.len(), 1, "{plan:?}");
         let hole = &plan.holes[0];
         let after = SRC.replacen("mode, retries)", "mode, retries, timeout)", 1);
-        assert_eq!(&after[hole.range.clone()], "p, 'r', 3");
+        assert_eq!((hole.range.len(), hole.lead.as_str(), &after[hole.range.start - 1..hole.range.start]), (0, ", ", "3"));
         assert_eq!(hole.definition, "def load(path, mode, retries, timeout):");
         let (plan, _) = edit(SRC, &SRC.replacen("mode, retries)", "mode, retries, timeout=5)", 1));
         assert_eq!((plan.edits.len(), plan.holes.len()), (0, 0));
+    }
+
+    #[test]
+    fn an_added_parameter_named_like_a_variable_at_the_call_is_passed() {
+        let src = "def send(data):\n    pass\n\ndef go(data, retries):\n    send(data)\n\nsend(x)\n";
+        let (plan, text) = edit(src, &src.replacen("send(data):", "send(data, retries):", 1));
+        assert_eq!(text, "def send(data, retries):\n    pass\n\ndef go(data, retries):\n    send(data, retries)\n\nsend(x)\n");
+        assert_eq!(plan.holes.len(), 1, "`retries` is not there at the module's call: the model's");
     }
 
     #[test]
