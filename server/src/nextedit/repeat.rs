@@ -26,6 +26,14 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>) -> Option<Plan> {
     if old.iter().chain(new).all(Tok::literal) || (!old.is_empty() && old.iter().all(Tok::literal) && new.iter().all(|t| t.literal() || t.kind == TokKind::Punct)) {
         return None;
     }
+    // One variable passed instead of another: a reference changed, not a pattern (a called
+    // function or an attribute renamed is one).
+    if let ([o], [n]) = (old, new) {
+        let named = b.get(prefix + 1).is_some_and(|t| t.text == "(") || prefix.checked_sub(1).is_some_and(|i| b[i].text == ".");
+        if o.kind == TokKind::Ident && n.kind == TokKind::Ident && !named {
+            return None;
+        }
+    }
     // The replacement, raw (spacing kept): from after the token before the change to the
     // token after it.
     let gap = |toks: &[Tok<'_>], line: &str, i: usize, j: usize| -> (usize, usize) {
@@ -130,6 +138,13 @@ mod tests {
         let before = "d['a'] = x\nd['b'] = y\n";
         let (_, text) = edit(before, &before.replacen("= x", "= str(x)", 1));
         assert_eq!(text, "d['a'] = str(x)\nd['b'] = str(y)\n");
+    }
+
+    #[test]
+    fn a_variable_passed_instead_of_another_is_not_repeated() {
+        let before = "    r = Mock(request)\n    q = Mock(request)\n";
+        let (plan, _) = edit(before, &before.replacen("Mock(request)", "Mock(jar)", 1));
+        assert!(plan.edits.is_empty(), "{plan:?}");
     }
 
     #[test]
