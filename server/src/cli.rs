@@ -169,6 +169,11 @@ enum Command {
         /// per hole and mode in DIR (for looking at what a hole missed).
         #[arg(long)]
         prompts: Option<PathBuf>,
+        /// Instead: next edits after synthesized edits in the projects given with `--source`
+        /// (Python): renames, signature changes, repeated edits and no-edit cases; `--holes`
+        /// tasks of each kind per project.
+        #[arg(long)]
+        next_edit: bool,
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS))]
         threads: Option<u32>,
         #[arg(long)]
@@ -373,11 +378,20 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Eval { model, holes, seed, languages, sources, window_lines, cross_file, modes, prompts, threads, json } => {
+        Command::Eval { model, holes, seed, languages, sources, window_lines, cross_file, next_edit, modes, prompts, threads, json } => {
             let mut options = Options::default();
             options.model.path = model;
             options.model.threads = threads;
             let config = options.resolve(config::env_model());
+            if next_edit {
+                return match crate::eval::next_edit::run(&config, &sources, holes, seed, json) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(message) => {
+                        eprintln!("ghostline eval: {message}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
             if cross_file {
                 return match crate::eval::cross_file::run(&config, &sources, holes, seed, &modes, prompts.as_deref(), json) {
                     Ok(()) => ExitCode::SUCCESS,

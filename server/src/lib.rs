@@ -20,6 +20,7 @@ pub mod fault;
 pub mod lsp;
 pub mod memo;
 pub mod model;
+pub mod nextedit;
 pub mod postprocess;
 pub mod prompt;
 pub mod pull;

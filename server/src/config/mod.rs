@@ -26,6 +26,15 @@ pub struct Options {
     pub offline: Option<bool>,
     pub debug: DebugOptions,
     pub stats: StatsOptions,
+    pub next_edit: NextEditOptions,
+}
+
+/// Next edits (`ghostline/nextEdit`, `textDocument/copilotInlineEdit`, the "Apply next edit"
+/// code action): on by default.
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NextEditOptions {
+    pub enabled: Option<bool>,
 }
 
 /// Local acceptance statistics (`stats/`): on by default, stored only on this machine.
@@ -266,6 +275,20 @@ pub struct Config {
     /// `debug.logCode`: code may appear in logs.
     pub log_code: bool,
     pub stats: StatsConfig,
+    pub next_edit: NextEditConfig,
+}
+
+/// `nextEdit.*` resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NextEditConfig {
+    /// Edits are recorded and next edits proposed.
+    pub enabled: bool,
+}
+
+impl Default for NextEditConfig {
+    fn default() -> Self {
+        NextEditConfig { enabled: true }
+    }
 }
 
 /// `stats.*` resolved.
@@ -753,6 +776,7 @@ impl Options {
                     _ => [std::time::Duration::from_secs(30), std::time::Duration::from_secs(300)],
                 },
             },
+            next_edit: NextEditConfig { enabled: self.next_edit.enabled.unwrap_or(true) },
         }
     }
 }

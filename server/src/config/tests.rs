@@ -181,6 +181,7 @@ fn a_bad_key_is_reported_and_the_others_kept() {
         json!({"context": {"memoryMb": 17592186044416u64}}),
         json!({"context": {"maxFileKb": 18014398509481984u64}}),
         json!({"stats": []}),
+        json!({"nextEdit": {"enabled": "sometimes"}}),
     ];
     for bad in bad_keys {
         let mut settings = json!({"model": {"path": "/m.gguf", "threads": 3}, "completion": {"maxTokens": 9}});
@@ -198,6 +199,7 @@ fn a_bad_key_is_reported_and_the_others_kept() {
         assert_eq!((c.model.threads, c.completion.max_tokens), (3, 9), "{bad}");
         assert_eq!(c.context, Options::default().resolve(None).context, "{bad}");
         assert_eq!(c.stats, Options::default().resolve(None).stats, "{bad}");
+        assert!(c.next_edit.enabled, "{bad}: a bad `nextEdit.enabled` keeps its default");
         assert!(pointer(&read.kept, &key.split('.').map(String::from).collect::<Vec<_>>()).is_none(), "{bad}: {}", read.kept);
         // The strict parse (settings files, the CLI) still refuses it.
         assert!(parse(&settings).is_err(), "{bad}");
@@ -269,4 +271,21 @@ fn a_completion_endpoint_is_https_unless_loopback_and_a_bad_one_keeps_the_rest()
     assert!(l.errors[0].contains("model.endpoint") && l.errors[0].contains("https"), "{:?}", l.errors);
     let c = l.parsed.options.resolve(None);
     assert_eq!((c.model.endpoint, c.model.threads, c.completion.max_tokens), (None, 3, 12));
+}
+
+#[test]
+fn next_edits_are_on_by_default_and_can_be_turned_off() {
+    assert!(Options::default().resolve(None).next_edit.enabled);
+    let read = parse_lenient(&json!({"nextEdit": {"enabled": false}, "completion": {"maxTokens": 9}}), &Value::Null).unwrap();
+    assert!(read.errors.is_empty(), "{:?}", read.errors);
+    let c = read.parsed.options.resolve(None);
+    assert!(!c.next_edit.enabled);
+    assert_eq!(c.completion.max_tokens, 9);
+    // A bad value later keeps the one in force (off), and the other keys apply.
+    let read = parse_lenient(&json!({"nextEdit": {"enabled": 3}, "completion": {"maxTokens": 7}}), &read.kept).unwrap();
+    assert_eq!(read.errors.len(), 1, "{:?}", read.errors);
+    assert!(read.errors[0].contains("`nextEdit.enabled"), "{:?}", read.errors);
+    let c = read.parsed.options.resolve(None);
+    assert!(!c.next_edit.enabled);
+    assert_eq!(c.completion.max_tokens, 7);
 }

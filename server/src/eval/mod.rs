@@ -6,6 +6,7 @@
 //! and reports next-line exact match, edit similarity, prompt tokens and TTFT.
 
 pub mod cross_file;
+pub mod next_edit;
 
 use std::path::{Path, PathBuf};
 

@@ -14,6 +14,7 @@ pub mod document;
 pub mod encoding;
 mod first_run;
 mod model;
+pub mod next_edit;
 pub mod state;
 pub mod transport;
 mod workspace;
@@ -40,7 +41,11 @@ static SHUTDOWN_ASKED: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 /// first, which decides the exit code.
 pub async fn serve_stdio() -> bool {
     let (service, socket) =
-        LspService::build(Backend::new).custom_method("ghostline/lastTimings", Backend::last_timings).finish();
+        LspService::build(Backend::new)
+        .custom_method("ghostline/lastTimings", Backend::last_timings)
+        .custom_method("ghostline/nextEdit", Backend::next_edit)
+        .custom_method("textDocument/copilotInlineEdit", Backend::copilot_inline_edit)
+        .finish();
     // The protocol layer talks to an in-memory pipe; `transport::guard` checks every frame
     // between it and the real stdio.
     let (ours, theirs) = tokio::io::duplex(1 << 20);
@@ -199,6 +204,8 @@ impl LanguageServer for Backend {
                     commands: vec![actions::RUN.into(), actions::LAST_ROUTE.into(), completion::ACCEPTED.into()],
                     ..Default::default()
                 }),
+                // Next edits: `ghostline/nextEdit`, and Copilot's `textDocument/copilotInlineEdit`.
+                experimental: Some(serde_json::json!({"ghostline": {"nextEdit": true}, "copilotInlineEdit": true})),
                 ..Default::default()
             },
             server_info: Some(ServerInfo { name: "ghostline".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
@@ -243,15 +250,26 @@ impl LanguageServer for Backend {
             let enc = self.caps().encoding;
             let uri = params.text_document.text_document_identifier.uri;
             let (ahead, session, engine, left) = {
-                let mut state = self.state();
+                let mut guard = self.state();
+                let state = &mut *guard;
+                // Next edits read the edit history; an excluded file is never recorded.
+                let record = state.config.next_edit.enabled && crate::exclude::excluded_by(&state.config.completion.exclude, uri.0.as_str()).is_none();
                 let engine = state.engine.clone().filter(|e| e.config.enabled && e.config.generate_ahead && !e.model.thread_died());
                 let Some(doc) = state.docs.get_mut(&uri) else {
                     tracing::warn!(uri = uri.0.as_str(), "didChange for a document that is not open");
                     return;
                 };
                 let typed = doc.typed_cursor(&params.content_changes, enc);
+                let old = record.then(|| doc.rope.clone());
                 let edits = doc.apply_all(&params.content_changes, enc);
                 self.stats.edited(uri.0.as_str(), &edits);
+                let recorded = old.map(|old| {
+                    let change = match edits.as_slice() {
+                        [e] => Some(crate::nextedit::history::Change { start: e.start, old_end: e.end, new_end: e.start + e.text.chars().count() }),
+                        _ => None,
+                    };
+                    (old, doc.rope.clone(), change)
+                });
                 doc.version = params.text_document.version;
                 let line = typed.map(|at| doc.rope.char_to_line(at.min(doc.rope.len_chars())) as u32);
                 let ahead = match (typed, &engine) {
@@ -263,6 +281,9 @@ impl LanguageServer for Backend {
                     }
                     _ => None,
                 };
+                if let Some((old, new, change)) = recorded {
+                    state.history.record(uri.0.as_str(), &old, &new, change, std::time::Instant::now());
+                }
                 let left = state.make_active(&uri, line);
                 (ahead, state.session(&uri), engine, left)
             };
@@ -285,6 +306,7 @@ impl LanguageServer for Backend {
             let closed = {
                 let mut state = self.state();
                 let doc = state.docs.remove(&uri);
+                state.history.forget(uri.0.as_str());
                 self.stats.closed(uri.0.as_str());
                 if let Some(session) = state.sessions.remove(&uri) {
                     session.close();
@@ -347,7 +369,15 @@ impl LanguageServer for Backend {
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<Vec<CodeActionResponse>>> {
-        self.code_action_list(params).await
+        contained("textDocument/codeAction", async move {
+            let next = self.next_edit_action(&params.text_document.uri, params.context.only.as_deref()).await;
+            let mut list = self.code_action_list(params).await?;
+            if let Some(action) = next {
+                list.get_or_insert_with(Vec::new).insert(0, action);
+            }
+            Ok(list)
+        })
+        .await
     }
 
     async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {

@@ -89,6 +89,8 @@ pub struct State {
     /// Where the cursor last rested, as a code-action request or a completion request said:
     /// the prompt there is decoded ahead (again when the workspace changes).
     pub rest: Option<(Uri, Position)>,
+    /// The last edit events (`nextEdit.enabled`), in memory only; a document's go when it closes.
+    pub history: crate::nextedit::History,
 }
 
 impl Default for State {
@@ -106,6 +108,7 @@ impl Default for State {
             watching: false,
             active: None,
             rest: None,
+            history: Default::default(),
         }
     }
 }

@@ -1,0 +1,513 @@
+//! `ghostline eval --next-edit`: are the next edits ghostline proposes after an edit the ones
+//! the code needs?
+//!
+//! In real third-party Python projects (folders given with `--source`), synthesizes an edit
+//! at one site and the truth of what else must change, found by tokens (not by the syntax
+//! tree the rules use): a parameter, local or module function renamed at its definition (the
+//! truth: its other uses), a parameter removed or added (the truth: the calls in the file
+//! updated), a call on one of several same-shaped lines given an extra argument or another
+//! method (the truth: the other lines) — and no-edit cases, after which nothing else should
+//! change (a string or number changed, a parameter added with a default, a use pointed at
+//! another parameter). Each edit goes through the edit history and the planner as the server
+//! runs them, with the FIM model for the holes; scored by line: location precision and
+//! recall, exact match of the proposed lines (ignoring whitespace), no-edit precision,
+//! reversals (a proposal that changes the user's edited line) and the latency from the edit
+//! to the proposals.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ropey::Rope;
+use serde::Serialize;
+use tree_sitter::Node;
+
+use super::{percentile, source_files, Rng};
+use crate::config::Config;
+use crate::model::CancelFlag;
+use crate::nextedit::lex::{lex, Tok, TokKind};
+use crate::nextedit::{self, history::Change, Doc, History};
+use crate::syntax::{self, Spec};
+
+/// The kinds of task, in the report's order.
+pub const KINDS: &[&str] = &["rename-param", "rename-local", "rename-function", "remove-param", "add-param", "repeat-argument", "repeat-method", "no-edit-string", "no-edit-number", "no-edit-default-param", "no-edit-use"];
+
+/// One synthesized edit: the file before and after the user's edit, and the file as it should
+/// be once the next edits are made (`expected == after` for no-edit cases).
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub kind: &'static str,
+    pub file: PathBuf,
+    pub before: String,
+    pub after: String,
+    pub expected: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct KindReport {
+    pub kind: &'static str,
+    pub tasks: usize,
+    pub proposed_lines: usize,
+    pub true_lines: usize,
+    pub matched_lines: usize,
+    pub exact_lines: usize,
+    pub precision: f64,
+    pub recall: f64,
+    /// Of the lines that needed an edit, those proposed exactly (whitespace aside).
+    pub exact: f64,
+    /// No-edit kinds: the share of tasks with nothing proposed.
+    pub no_edit_precision: Option<f64>,
+    pub reversals: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+}
+
+pub fn run(config: &Config, projects: &[PathBuf], per_kind: usize, seed: u64, as_json: bool) -> Result<(), String> {
+    if projects.is_empty() {
+        return Err("--next-edit needs project folders: --source DIR (repeatable), e.g. packages unpacked from their sdists".into());
+    }
+    let spec = syntax::by_language_id("python").ok_or("no Python grammar")?;
+    let (runtime, engine, _) = super::load_engine(config, config.completion.clone())?;
+    let mut rng = Rng::new(seed);
+    let mut tasks = Vec::new();
+    for root in projects {
+        let mut files = Vec::new();
+        source_files(root, spec, &mut files, 0);
+        let texts: Vec<(PathBuf, String)> = files.into_iter().filter_map(|f| std::fs::read_to_string(&f).ok().filter(|t| t.len() < 200_000 && !t.contains('\r')).map(|t| (f, t))).collect();
+        for &kind in KINDS {
+            let mut candidates: Vec<Task> = texts.iter().flat_map(|(f, t)| synthesize(kind, spec, f, t)).collect();
+            let mut picked = 0;
+            while picked < per_kind && !candidates.is_empty() {
+                tasks.push(candidates.swap_remove(rng.below(candidates.len())));
+                picked += 1;
+            }
+        }
+        eprintln!("{}: {} files, {} tasks so far", root.display(), texts.len(), tasks.len());
+    }
+    let mut reports: Vec<KindReport> = KINDS.iter().map(|&kind| KindReport { kind, ..Default::default() }).collect();
+    let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); KINDS.len()];
+    for task in &tasks {
+        let k = KINDS.iter().position(|&n| n == task.kind).expect("a known kind");
+        let (proposed, ms) = runtime.block_on(propose(&engine, spec, task))?;
+        latencies[k].push(ms);
+        let r = &mut reports[k];
+        r.tasks += 1;
+        score(r, task, &proposed);
+    }
+    for (r, ms) in reports.iter_mut().zip(&mut latencies) {
+        r.precision = ratio(r.matched_lines, r.proposed_lines);
+        r.recall = ratio(r.matched_lines, r.true_lines);
+        r.exact = ratio(r.exact_lines, r.true_lines);
+        r.p50_ms = percentile(ms, 0.5);
+        r.p95_ms = percentile(ms, 0.95);
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    println!("| kind | tasks | precision | recall | exact | no-edit precision | reversals | p50 ms | p95 ms |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for r in &reports {
+        let no_edit = r.no_edit_precision.map_or("–".to_owned(), |p| format!("{p:.2}"));
+        let (p, rc, ex) = if r.no_edit_precision.is_some() { ("–".to_owned(), "–".to_owned(), "–".to_owned()) } else { (format!("{:.2}", r.precision), format!("{:.2}", r.recall), format!("{:.0} %", r.exact * 100.0)) };
+        println!("| {} | {} | {p} | {rc} | {ex} | {no_edit} | {} | {:.1} | {:.1} |", r.kind, r.tasks, r.reversals, r.p50_ms, r.p95_ms);
+    }
+    Ok(())
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        return 1.0;
+    }
+    a as f64 / b as f64
+}
+
+/// Runs the user's edit through the history and the planner (and the model for holes), as
+/// the server does: the proposed text and the milliseconds from the edit to the proposals.
+async fn propose(engine: &crate::engine::Engine, spec: &'static Spec, task: &Task) -> Result<(String, f64), String> {
+    let started = Instant::now();
+    let (old, new) = (Rope::from_str(&task.before), Rope::from_str(&task.after));
+    let prefix = task.before.chars().zip(task.after.chars()).take_while(|(a, b)| a == b).count();
+    let room = old.len_chars().min(new.len_chars()) - prefix;
+    let suffix = task.before.chars().rev().zip(task.after.chars().rev()).take(room).take_while(|(a, b)| a == b).count();
+    let mut history = History::default();
+    history.record("file:///eval.py", &old, &new, Some(Change { start: prefix, old_end: old.len_chars() - suffix, new_end: new.len_chars() - suffix }), started);
+    let Some(event) = history.last_of("file:///eval.py") else { return Ok((task.after.clone(), 0.0)) };
+    let tree = spec.parse(&task.after);
+    let doc = Doc { text: &task.after, spec, tree: &tree };
+    let plan = nextedit::plan(event, doc);
+    let mut edits = plan.edits;
+    let name = task.file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    for hole in &plan.holes {
+        if let Some(p) = nextedit::fill::fill(engine, doc, hole, &name, CancelFlag::new()).await.map_err(|e| e.to_string())? {
+            edits.push(p);
+        }
+    }
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok((apply(&task.after, &edits), ms))
+}
+
+fn apply(text: &str, edits: &[nextedit::Proposal]) -> String {
+    let mut sorted = edits.to_vec();
+    sorted.sort_by_key(|p| std::cmp::Reverse(p.range.start));
+    let mut out = text.to_owned();
+    let mut floor = usize::MAX;
+    for p in sorted {
+        if p.range.end <= floor {
+            out.replace_range(p.range.clone(), &p.new_text);
+            floor = p.range.start;
+        }
+    }
+    out
+}
+
+/// Scores one task by lines: the lines the user's edit left as they should be (`after` vs
+/// `expected`), those the proposals changed (`after` vs `proposed`).
+fn score(r: &mut KindReport, task: &Task, proposed: &str) {
+    let lines = |t: &str| t.lines().map(str::to_owned).collect::<Vec<_>>();
+    let (after, expected, got) = (lines(&task.after), lines(&task.expected), lines(proposed));
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    let diff = |a: &[String], b: &[String]| -> BTreeSet<usize> { (0..a.len().max(b.len())).filter(|&i| a.get(i) != b.get(i)).collect() };
+    let (truth, touched) = (diff(&after, &expected), diff(&after, &got));
+    let edited: BTreeSet<usize> = diff(&lines(&task.before), &after);
+    r.reversals += touched.intersection(&edited).count();
+    if task.kind.starts_with("no-edit") {
+        let hits = r.no_edit_precision.unwrap_or(0.0) * (r.tasks - 1) as f64 + f64::from(u8::from(touched.is_empty()));
+        r.no_edit_precision = Some(hits / r.tasks as f64);
+    }
+    r.proposed_lines += touched.len();
+    r.true_lines += truth.len();
+    r.matched_lines += touched.intersection(&truth).count();
+    if std::env::var_os("GHOSTLINE_EVAL_SHOW").is_some() && (touched != truth || truth.iter().any(|&i| got.get(i) != expected.get(i))) {
+        // Third-party code, on the developer's request only.
+        eprintln!("--- {} {}", task.kind, task.file.display());
+        for i in truth.union(&touched) {
+            eprintln!("{i:5} after    {}\n      expected {}\n      got      {}", after.get(*i).map_or("", |s| s), expected.get(*i).map_or("", |s| s), got.get(*i).map_or("", |s| s));
+        }
+    }
+    r.exact_lines += truth.iter().filter(|&&i| touched.contains(&i) && got.get(i).map(|l| squash(l)) == expected.get(i).map(|l| squash(l))).count();
+}
+
+/// The tasks of `kind` that `text` offers.
+pub fn synthesize(kind: &'static str, spec: &'static Spec, file: &Path, text: &str) -> Vec<Task> {
+    let tree = spec.parse(text);
+    if tree.root_node().has_error() {
+        return Vec::new();
+    }
+    let make = |before: String, after: String, expected: String| Task { kind, file: file.to_owned(), before, after, expected };
+    let mut out = Vec::new();
+    let root = tree.root_node();
+    let functions = nodes(root, "function_definition");
+    match kind {
+        "rename-param" | "no-edit-use" => {
+            for f in functions.iter().filter(|f| plain_function(**f, text)) {
+                let params = simple_params(*f, text);
+                let body = f.child_by_field_name("body").expect("a function has a body");
+                for (i, p) in params.iter().enumerate() {
+                    let name = &text[p.byte_range()];
+                    if matches!(name, "self" | "cls") || keyword_elsewhere(text, name) {
+                        continue;
+                    }
+                    let uses = variable_uses(text, body.byte_range(), name);
+                    if uses.is_empty() {
+                        continue;
+                    }
+                    if kind == "rename-param" {
+                        let new = format!("{name}_renamed");
+                        let after = splice(text, &[(p.byte_range(), new.as_str())]);
+                        let mut all: Vec<_> = uses.iter().map(|r| (r.clone(), new.as_str())).collect();
+                        all.push((p.byte_range(), new.as_str()));
+                        out.push(make(text.to_owned(), after, splice(text, &all)));
+                    } else if assigned(text, uses[0].end) {
+                        continue;
+                    } else if let Some(other) = params.iter().enumerate().find(|(j, q)| *j != i && !matches!(&text[q.byte_range()], "self" | "cls")).map(|(_, q)| &text[q.byte_range()]) {
+                        let after = splice(text, &[(uses[0].clone(), other)]);
+                        out.push(make(text.to_owned(), after.clone(), after));
+                    }
+                }
+            }
+        }
+        "rename-local" => {
+            for f in functions.iter().filter(|f| plain_function(**f, text)) {
+                let body = f.child_by_field_name("body").expect("a function has a body");
+                let header = f.child_by_field_name("parameters").map_or(0..0, |p| p.byte_range());
+                let params: Vec<&str> = lex(&text[header], "#").into_iter().filter(|t| t.kind == TokKind::Ident).map(|t| t.text).collect();
+                for a in nodes(body, "assignment") {
+                    let Some(left) = a.child_by_field_name("left").filter(|l| l.kind() == "identifier") else { continue };
+                    let name = &text[left.byte_range()];
+                    if params.contains(&name) || keyword_elsewhere(text, name) || a.parent().is_none_or(|s| s.kind() != "expression_statement") {
+                        continue;
+                    }
+                    let uses = variable_uses(text, body.byte_range(), name);
+                    // Its first binding, used after it.
+                    if uses.first().is_none_or(|u| u.start != left.start_byte()) || uses.len() < 2 {
+                        continue;
+                    }
+                    let new = format!("{name}_renamed");
+                    let after = splice(text, &[(left.byte_range(), new.as_str())]);
+                    let all: Vec<_> = uses.iter().map(|r| (r.clone(), new.as_str())).collect();
+                    out.push(make(text.to_owned(), after, splice(text, &all)));
+                }
+            }
+        }
+        "rename-function" => {
+            for f in functions.iter().filter(|f| f.parent().is_some_and(|p| p.kind() == "module")) {
+                let Some(id) = f.child_by_field_name("name") else { continue };
+                let name = &text[id.byte_range()];
+                let in_f_string = lex(text, "#").iter().any(|t| t.kind == TokKind::Str && t.text.starts_with(['f', 'F']) && t.text.contains(name));
+                if in_f_string || keyword_elsewhere(text, name) || text.matches(&format!("def {name}(")).count() != 1 || text.contains(&format!("lambda {name}")) {
+                    continue;
+                }
+                let uses = variable_uses(text, 0..text.len(), name);
+                // Nothing but the definition and plain uses (no parameter or local of that name).
+                if uses.len() < 2 || nodes(root, "parameters").iter().any(|p| !variable_uses(text, p.byte_range(), name).is_empty()) {
+                    continue;
+                }
+                let new = format!("{name}_renamed");
+                let after = splice(text, &[(id.byte_range(), new.as_str())]);
+                let all: Vec<_> = uses.iter().map(|r| (r.clone(), new.as_str())).collect();
+                out.push(make(text.to_owned(), after, splice(text, &all)));
+            }
+        }
+        "remove-param" | "add-param" | "no-edit-default-param" => {
+            for f in functions.iter().filter(|f| f.parent().is_some_and(|p| p.kind() == "module")) {
+                let (Some(id), Some(params)) = (f.child_by_field_name("name"), f.child_by_field_name("parameters")) else { continue };
+                let name = &text[id.byte_range()];
+                let list: Vec<Node<'_>> = named(params);
+                if list.is_empty() || params.start_position().row != params.end_position().row || list.iter().any(|p| p.kind() != "identifier") {
+                    continue;
+                }
+                let calls: Vec<Node<'_>> = nodes(root, "call")
+                    .into_iter()
+                    .filter(|c| c.child_by_field_name("function").is_some_and(|f| f.kind() == "identifier" && &text[f.byte_range()] == name))
+                    .collect();
+                let n = list.len();
+                let fits = |c: &Node<'_>| {
+                    if c.child_by_field_name("arguments").is_none_or(|a| a.kind() != "argument_list") {
+                        return false;
+                    }
+                    let args = c.child_by_field_name("arguments").map(named).unwrap_or_default();
+                    c.start_position().row == c.end_position().row && args.len() == n && args.iter().all(|a| !matches!(a.kind(), "keyword_argument" | "list_splat" | "dictionary_splat" | "generator_expression"))
+                };
+                if calls.is_empty() || !calls.iter().all(fits) || text.matches(&format!("{name}(")).count() != calls.len() + 1 {
+                    continue;
+                }
+                let names: Vec<&str> = list.iter().map(|p| &text[p.byte_range()]).collect();
+                let params_without = |k: usize| format!("({})", names.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, s)| *s).collect::<Vec<_>>().join(", "));
+                let args_without = |c: &Node<'_>, k: usize| {
+                    let args = c.child_by_field_name("arguments").map(named).unwrap_or_default();
+                    args.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, a)| &text[a.byte_range()]).collect::<Vec<_>>().join(", ")
+                };
+                let args_range = |c: &Node<'_>| {
+                    let a = c.child_by_field_name("arguments").expect("a call has arguments");
+                    a.start_byte() + 1..a.end_byte() - 1
+                };
+                let k = n - 1;
+                if matches!(names[k], "self" | "cls") {
+                    continue;
+                }
+                match kind {
+                    "remove-param" => {
+                        let after = splice(text, &[(params.byte_range(), params_without(k).as_str())]);
+                        let new_args: Vec<String> = calls.iter().map(|c| args_without(c, k)).collect();
+                        let mut all: Vec<_> = calls.iter().zip(&new_args).map(|(c, a)| (args_range(c), a.as_str())).collect();
+                        let p = params_without(k);
+                        all.push((params.byte_range(), p.as_str()));
+                        out.push(make(text.to_owned(), after, splice(text, &all)));
+                    }
+                    "add-param" => {
+                        let new_args: Vec<String> = calls.iter().map(|c| args_without(c, k)).collect();
+                        let p = params_without(k);
+                        let mut all: Vec<_> = calls.iter().zip(&new_args).map(|(c, a)| (args_range(c), a.as_str())).collect();
+                        all.push((params.byte_range(), p.as_str()));
+                        let base = splice(text, &all);
+                        let after = splice(text, &calls.iter().zip(&new_args).map(|(c, a)| (args_range(c), a.as_str())).collect::<Vec<_>>());
+                        out.push(make(base, after, text.to_owned()));
+                    }
+                    _ => {
+                        let with = format!("({}, extra=None)", names.join(", "));
+                        let after = splice(text, &[(params.byte_range(), with.as_str())]);
+                        out.push(make(text.to_owned(), after.clone(), after));
+                    }
+                }
+            }
+        }
+        "repeat-argument" | "repeat-method" | "no-edit-string" | "no-edit-number" => {
+            for group in same_shape_groups(text) {
+                let first = group[0];
+                let line_of = |i: usize| line_range(text, i);
+                match kind {
+                    "repeat-argument" => {
+                        let edit = |i: usize| {
+                            let r = line_of(i);
+                            let close = text[r.clone()].rfind(')').map(|c| r.start + c)?;
+                            let empty = text[..close].ends_with('(');
+                            Some((close..close, if empty { "flag=True" } else { ", flag=True" }))
+                        };
+                        if !text[line_of(first)].trim_end().ends_with(')') {
+                            continue;
+                        }
+                        let Some(e) = edit(first) else { continue };
+                        let all: Vec<_> = group.iter().filter_map(|&i| edit(i)).collect();
+                        out.push(make(text.to_owned(), splice(text, &[e]), splice(text, &all)));
+                    }
+                    "repeat-method" => {
+                        let edit = |i: usize| {
+                            let r = line_of(i);
+                            let toks = lex(&text[r.clone()], "#");
+                            let at = toks.windows(3).position(|w| w[0].text == "." && w[1].kind == TokKind::Ident && w[2].text == "(")?;
+                            Some((r.start + toks[at + 1].at..r.start + toks[at + 1].end(), format!("{}_v2", toks[at + 1].text)))
+                        };
+                        let Some(e) = edit(first) else { continue };
+                        let all: Vec<(std::ops::Range<usize>, String)> = group.iter().filter_map(|&i| edit(i)).collect();
+                        let refs: Vec<_> = all.iter().map(|(r, s)| (r.clone(), s.as_str())).collect();
+                        out.push(make(text.to_owned(), splice(text, &[(e.0, e.1.as_str())]), splice(text, &refs)));
+                    }
+                    _ => {
+                        let want = if kind == "no-edit-string" { TokKind::Str } else { TokKind::Number };
+                        let found = group.iter().find_map(|&i| {
+                            let r = line_of(i);
+                            let toks = lex(&text[r.clone()], "#");
+                            let t = toks.into_iter().find(|t| t.kind == want && (want != TokKind::Str || (t.text.len() >= 3 && !t.text.starts_with(['f', 'F', 'r', 'b']))))?;
+                            Some((r, t))
+                        });
+                        let Some((r, t)) = found else { continue };
+                        let replacement = if want == TokKind::Str {
+                            let q = &t.text[..1];
+                            format!("{q}{}_changed{q}", &t.text[1..t.text.len() - 1])
+                        } else {
+                            "42".to_owned()
+                        };
+                        if t.text == replacement {
+                            continue;
+                        }
+                        let after = splice(text, &[(r.start + t.at..r.start + t.end(), replacement.as_str())]);
+                        out.push(make(text.to_owned(), after.clone(), after));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Descendants of `node` of `kind`, in order.
+fn nodes<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == kind {
+            out.push(n);
+        }
+        let mut c = n.walk();
+        let children: Vec<_> = n.children(&mut c).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+fn named(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut c = node.walk();
+    node.named_children(&mut c).filter(|n| n.kind() != "comment").collect()
+}
+
+/// A function with no nested function, lambda or class, no `global`/`nonlocal`, no f-string:
+/// its names are its own and its uses are all tokens.
+fn plain_function(f: Node<'_>, text: &str) -> bool {
+    let Some(body) = f.child_by_field_name("body") else { return false };
+    let src = &text[body.byte_range()];
+    !src.contains("def ") && !src.contains("lambda") && !src.contains("class ") && !src.contains("global ") && !src.contains("nonlocal ") && !lex(src, "#").iter().any(|t| t.kind == TokKind::Str && t.text.starts_with(['f', 'F']))
+}
+
+/// The plain identifier parameters of `f` (no defaults, annotations or stars).
+fn simple_params<'t>(f: Node<'t>, _text: &str) -> Vec<Node<'t>> {
+    f.child_by_field_name("parameters").map(named).unwrap_or_default().into_iter().filter(|p| p.kind() == "identifier").collect()
+}
+
+/// Whether `name` is written as a keyword (`name=`, not `==`) anywhere in the file: a keyword
+/// argument that a rename of the variable might or might not concern.
+fn keyword_elsewhere(text: &str, name: &str) -> bool {
+    let toks = lex(text, "#");
+    toks.windows(4).any(|w| matches!(w[0].text, "(" | ",") && w[1].text == name && w[1].kind == TokKind::Ident && w[2].text == "=" && w[3].text != "=")
+}
+
+/// Whether the token after byte `end` assigns (`=`, `+=`…, not `==`).
+fn assigned(text: &str, end: usize) -> bool {
+    let toks = lex(&text[end..text.len().min(end + 8)], "#");
+    match toks.as_slice() {
+        [a, b, ..] if a.text == "=" => b.text != "=",
+        [a] if a.text == "=" => true,
+        [a, b, ..] => a.kind == TokKind::Punct && a.text != "=" && b.text == "=" && b.at == a.end() && !matches!(a.text, "=" | "!" | "<" | ">"),
+        _ => false,
+    }
+}
+
+/// The byte ranges of `name` as a variable in `range` of `text`: identifier tokens not after
+/// a `.`, by tokens alone (strings and comments skipped).
+fn variable_uses(text: &str, range: std::ops::Range<usize>, name: &str) -> Vec<std::ops::Range<usize>> {
+    let toks = lex(&text[range.clone()], "#");
+    toks.iter()
+        .enumerate()
+        .filter(|(i, t)| t.kind == TokKind::Ident && t.text == name && (*i == 0 || toks[i - 1].text != "."))
+        .map(|(_, t)| range.start + t.at..range.start + t.end())
+        .collect()
+}
+
+/// `text` with each (range, replacement) made; ranges do not overlap.
+fn splice(text: &str, edits: &[(std::ops::Range<usize>, &str)]) -> String {
+    let mut sorted: Vec<_> = edits.to_vec();
+    sorted.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    let mut out = text.to_owned();
+    for (r, s) in sorted {
+        out.replace_range(r, s);
+    }
+    out
+}
+
+fn line_range(text: &str, line: usize) -> std::ops::Range<usize> {
+    let start = nextedit::line_start(text, line).unwrap_or(text.len());
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    start..end
+}
+
+/// Groups of three or more lines within [`crate::nextedit::repeat::NEAR`] lines of the first
+/// with the same indentation, the same tokens bar identifiers and literals that vary, the same
+/// first two tokens and the same function called (the identifier before the first `(`): line
+/// numbers, the first first.
+fn same_shape_groups(text: &str) -> Vec<Vec<usize>> {
+    let near = crate::nextedit::repeat::NEAR;
+    let lines: Vec<&str> = text.split('\n').collect();
+    let key = |l: &str| -> Option<String> {
+        let toks: Vec<Tok<'_>> = lex(l, "#");
+        if toks.len() < 4 || l.trim_start().starts_with(['#', '@']) || matches!(toks[0].text, "def" | "class" | "return" | "if" | "elif" | "else" | "for" | "while" | "import" | "from") {
+            return None;
+        }
+        let indent = l.len() - l.trim_start().len();
+        let callee = toks.windows(2).find(|w| w[1].text == "(" && w[0].kind == TokKind::Ident).map_or("", |w| w[0].text);
+        let shape: String = toks
+            .iter()
+            .map(|t| match t.kind {
+                TokKind::Ident => "i".to_owned(),
+                TokKind::Number => "n".to_owned(),
+                TokKind::Str => "s".to_owned(),
+                TokKind::Punct => t.text.to_owned(),
+            })
+            .collect();
+        Some(format!("{indent}|{}{}|{callee}|{shape}", toks[0].text, toks[1].text))
+    };
+    let keys: Vec<Option<String>> = lines.iter().map(|l| key(l)).collect();
+    let mut out = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        let Some(k) = k else { continue };
+        // The first line of its kind in a stretch.
+        if (i.saturating_sub(near)..i).any(|j| keys[j].as_ref() == Some(k)) {
+            continue;
+        }
+        let group: Vec<usize> = std::iter::once(i).chain((i + 1..(i + near + 1).min(lines.len())).filter(|&j| keys[j].as_ref() == Some(k))).collect();
+        if group.len() >= 3 {
+            out.push(group);
+        }
+    }
+    out
+}
