@@ -341,36 +341,21 @@ impl ModelHandle {
     /// `previous` has ended, so that two models are never resident together.
     pub fn spawn_after(config: &ModelConfig, sampling: Sampling, previous: Option<Residency>) -> ModelHandle {
         let residency = Residency::new();
-        if config.endpoint.is_some() {
-            // The endpoint generates; the model thread is its client (`remote.rs`).
-            let (status_tx, status) = watch::channel(ModelStatus::Loading { progress: 0.0 });
-            let (jobs, rx) = mpsc::channel::<Job>();
-            let config = config.clone();
-            let thread = std::thread::Builder::new()
-                .name("ghostline-remote".into())
-                .spawn({
-                    let guard = residency.guard();
-                    move || {
-                        let _guard = guard;
-                        if let Some(previous) = previous {
-                            previous.wait_gone();
-                        }
-                        remote::run(config, sampling, status_tx, rx)
-                    }
-                })
-                .expect("spawning the remote model thread");
-            return ModelHandle { jobs: Some(jobs), status, thread: Some(thread), residency };
-        }
-        let Some(path) = config.path.clone() else {
-            let (_tx, status) = watch::channel(ModelStatus::NotConfigured);
-            drop(residency.guard()); // no thread, nothing resident
-            return ModelHandle { jobs: None, status, thread: None, residency };
+        // With an endpoint, the thread is its client (`remote.rs`); else it runs the GGUF.
+        let path = match (&config.endpoint, config.path.clone()) {
+            (Some(_), _) => None,
+            (None, Some(path)) => Some(path),
+            (None, None) => {
+                let (_tx, status) = watch::channel(ModelStatus::NotConfigured);
+                drop(residency.guard()); // no thread, nothing resident
+                return ModelHandle { jobs: None, status, thread: None, residency };
+            }
         };
         let (status_tx, status) = watch::channel(ModelStatus::Loading { progress: 0.0 });
         let (jobs, rx) = mpsc::channel::<Job>();
         let config = config.clone();
         let thread = std::thread::Builder::new()
-            .name("ghostline-model".into())
+            .name(if path.is_some() { "ghostline-model" } else { "ghostline-remote" }.into())
             .spawn({
                 let guard = residency.guard();
                 move || {
@@ -378,7 +363,10 @@ impl ModelHandle {
                     if let Some(previous) = previous {
                         previous.wait_gone();
                     }
-                    llama::run(path, config, sampling, status_tx, rx)
+                    match path {
+                        Some(path) => llama::run(path, config, sampling, status_tx, rx),
+                        None => remote::run(config, sampling, status_tx, rx),
+                    }
                 }
             })
             .expect("spawning the model thread");
