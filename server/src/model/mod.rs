@@ -153,6 +153,17 @@ pub struct Prompt {
     pub max_tokens: usize,
 }
 
+/// The suggestion cache's key of a prompt: two prompts with the same tokens, stop key and token
+/// cap get the same text, whichever backend makes it.
+pub(crate) fn suggestion_key(tokens: &[Token], stop_key: u64, max_tokens: usize) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    tokens.hash(&mut h);
+    stop_key.hash(&mut h);
+    max_tokens.hash(&mut h);
+    h.finish()
+}
+
 impl fmt::Debug for Prompt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Prompt").field("tokens", &self.tokens.len()).field("stop_key", &self.stop_key).field("max_tokens", &self.max_tokens).finish()

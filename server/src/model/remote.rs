@@ -328,14 +328,7 @@ impl Remote {
         }
         timings.prompt_tokens = tokens.len();
         timings.build_ms = start.elapsed().as_secs_f64() * 1e3;
-        let key = {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            tokens.hash(&mut h);
-            stop_key.hash(&mut h);
-            max_tokens.hash(&mut h);
-            h.finish()
-        };
+        let key = super::suggestion_key(&tokens, stop_key, max_tokens);
         // Decoded ahead (no answer wanted): the server's prompt cache is warmed with it on
         // llama-server (n_predict 0); nothing is kept.
         let ahead_only = max_tokens == 0;

@@ -32,14 +32,7 @@ impl Worker<'_> {
         timings.prompt_tokens = prompt.len();
         timings.prompt = tokens;
         timings.build_ms = start.elapsed().as_secs_f64() * 1e3;
-        let key = {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            prompt.iter().for_each(|t| t.0.hash(&mut h));
-            stop_key.hash(&mut h);
-            max_tokens.hash(&mut h);
-            h.finish()
-        };
+        let key = crate::model::suggestion_key(&timings.prompt, stop_key, max_tokens);
         // A prompt decoded ahead (no answer wanted) is about the KV cache, which the suggestion
         // cache knows nothing of: never answered from it, never kept in it.
         let ahead_only = max_tokens == 0;
