@@ -314,7 +314,7 @@ impl Remote {
             }
             (None, None) => unreachable!("probed above"),
         };
-        let Prompt { tokens, stop, stop_key, max_tokens } = prompt;
+        let Prompt { tokens, stop, stop_key, max_tokens, allows } = prompt;
         let mut timings = Timings { backend: Some("endpoint".into()), ..Timings::default() };
         if tokens.is_empty() {
             return Ok(Generation { text: String::new(), timings });
@@ -343,8 +343,7 @@ impl Remote {
         if ahead_only && self.endpoint.api != EndpointApi::LlamaServer {
             return Ok(Generation { text: String::new(), timings });
         }
-        let body = request_body(self.endpoint.api, &tokens, max_tokens);
-        let text = self.rt.block_on(self.stream(body, &*stop, &request.cancel, &mut timings, start))?;
+        let text = self.rt.block_on(self.answer(&tokens, max_tokens, &*stop, &*allows, &request.cancel, &mut timings, start))?;
         timings.prompt = tokens;
         if !ahead_only {
             self.suggestions.put(key, (text.clone(), timings.generated_tokens));
@@ -352,13 +351,128 @@ impl Remote {
         Ok(Generation { text, timings })
     }
 
-    async fn stream(&self, body: Value, stop: &(dyn Fn(&str) -> Option<usize> + Send), cancel: &CancelFlag, timings: &mut Timings, start: Instant) -> Result<String, RemoteError> {
+    /// The answer to `tokens`, streamed, as the model thread would make it: where the server's
+    /// pick is a token the prompt's constraint refuses ([`super::Prompt::allows`]), the stream
+    /// is dropped, the most likely token allowed is taken from the server's top candidates for
+    /// that position, and a new stream goes on from there (the server's prompt cache keeps what
+    /// came before). Needs token ids in the stream (llama-server): without them, unconstrained.
+    #[allow(clippy::too_many_arguments)]
+    async fn answer(&self, tokens: &[Token], max_tokens: usize, stop: &StopFn, allows: &AllowsFn, cancel: &CancelFlag, timings: &mut Timings, start: Instant) -> Result<String, RemoteError> {
+        let mut answer = Answer::default();
+        let constrained = self.endpoint.api == EndpointApi::LlamaServer;
+        loop {
+            let prompt: Vec<Token> = tokens.iter().chain(&answer.ids).copied().collect();
+            let body = request_body(self.endpoint.api, &prompt, max_tokens.saturating_sub(timings.generated_tokens));
+            let refused = self.stream(body, stop, constrained.then_some(allows), cancel, timings, start, &mut answer).await?;
+            if !refused {
+                return Ok(finish(answer.text, timings, answer.first, start));
+            }
+            let picked = self.pick_allowed(&prompt, allows, &answer.text, cancel, start).await?;
+            let done = match picked {
+                Some((id, piece)) => self.take(Some(id), &piece, stop, max_tokens, cancel, timings, &mut answer),
+                None => true,
+            };
+            if done {
+                return Ok(finish(answer.text, timings, answer.first, start));
+            }
+        }
+    }
+
+    /// The most likely token after `prompt` that `allows` takes (`None`: the end, or none among
+    /// the server's [`CANDIDATES`] most likely), with its text.
+    async fn pick_allowed(&self, prompt: &[Token], allows: &AllowsFn, text: &str, cancel: &CancelFlag, start: Instant) -> Result<Option<(Token, String)>, RemoteError> {
+        let mut body = request_body(self.endpoint.api, prompt, 1);
+        body["stream"] = json!(false);
+        body["n_probs"] = json!(CANDIDATES);
+        let send = self
+            .authorized(self.http.post(format!("{}/completion", self.endpoint.url)))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send();
+        let deadline = start + ANSWER_TIMEOUT;
+        let response = match until_cancelled(send, cancel, deadline).await? {
+            Ok(r) if r.status().is_success() => r,
+            Ok(r) => return Err(RemoteError::Failed(format!("HTTP {} asking for the candidates of a token", r.status().as_u16()))),
+            Err(e) => return Err(RemoteError::Failed(describe(&e))),
+        };
+        let answer: Value = match until_cancelled(response.text(), cancel, deadline).await? {
+            Ok(body) => serde_json::from_str(&body).map_err(|e| RemoteError::Failed(format!("candidates that are not JSON ({e})")))?,
+            Err(e) => return Err(RemoteError::Failed(describe(&e))),
+        };
+        let candidates = answer.pointer("/completion_probabilities/0/top_logprobs").and_then(Value::as_array).cloned().unwrap_or_default();
+        for c in candidates {
+            let Some(id) = c.get("id").and_then(Value::as_i64).map(|t| t as Token) else { continue };
+            if self.ends(id) {
+                if allows(text, None) {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let piece = self.piece_text(id, c.get("token").and_then(Value::as_str).unwrap_or(""));
+            if allows(text, Some(&piece)) {
+                return Ok(Some((id, piece)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `t` ends a completion in the endpoint's vocabulary.
+    fn ends(&self, t: Token) -> bool {
+        match (self.vocab.as_ref(), &self.server_vocab) {
+            (Some(v), _) => v.ends(t),
+            (None, Some(s)) => s.stops.contains(&t),
+            _ => false,
+        }
+    }
+
+    /// `t`'s text: from the GGUF's vocabulary when there is one, else as the server wrote it.
+    fn piece_text(&self, t: Token, server: &str) -> String {
+        match self.vocab.as_ref() {
+            Some(v) => {
+                let mut bytes = Vec::new();
+                v.piece(t, &mut bytes);
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            None => server.to_owned(),
+        }
+    }
+
+    /// Takes one generated token (`None`: a piece without an id), as the model thread does:
+    /// true when the answer is complete (an end token, the stop rule, the token cap).
+    #[allow(clippy::too_many_arguments)]
+    fn take(&self, id: Option<Token>, piece: &str, stop: &StopFn, max_tokens: usize, cancel: &CancelFlag, timings: &mut Timings, answer: &mut Answer) -> bool {
+        answer.first.get_or_insert_with(Instant::now);
+        if id.is_some_and(|t| self.ends(t)) {
+            return true;
+        }
+        timings.generated_tokens += 1;
+        cancel.add_generated();
+        match (id, self.vocab.as_ref()) {
+            (Some(id), Some(v)) => {
+                v.piece(id, &mut answer.bytes);
+                answer.text = valid_utf8_prefix(&answer.bytes).to_owned();
+            }
+            _ => answer.text.push_str(piece),
+        }
+        answer.ids.extend(id);
+        if let Some(cut) = stop(&answer.text) {
+            answer.text.truncate(cut.min(answer.text.len()));
+            return true;
+        }
+        timings.generated_tokens >= max_tokens
+    }
+
+    /// One streamed request, its tokens taken into `answer`. Returns true when the server's
+    /// next token is one `allows` refuses (the stream is dropped then, before it is taken),
+    /// false when the answer is complete.
+    #[allow(clippy::too_many_arguments)]
+    async fn stream(&self, body: Value, stop: &StopFn, allows: Option<&AllowsFn>, cancel: &CancelFlag, timings: &mut Timings, start: Instant, answer: &mut Answer) -> Result<bool, RemoteError> {
         let path = match self.endpoint.api {
             EndpointApi::LlamaServer => "/completion",
             EndpointApi::Vllm => "/v1/completions",
         };
         let deadline = start + ANSWER_TIMEOUT;
-        let body_sent = body.clone();
+        let max_tokens = timings.generated_tokens + body_max_tokens(&body);
         let send = self
             .authorized(self.http.post(format!("{}{path}", self.endpoint.url)))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -375,16 +489,6 @@ impl Remote {
             return Err(RemoteError::Failed(format!("HTTP {code}: {detail}")));
         }
         let mut parser = crate::cloud::sse::SseParser::new();
-        let mut bytes = Vec::new();
-        let mut text = String::new();
-        let mut first = None;
-        let max_tokens = body_max_tokens(&body_sent);
-        let gguf = self.vocab.as_ref();
-        let ends = |t: Token| match (gguf, &self.server_vocab) {
-            (Some(v), _) => v.ends(t),
-            (None, Some(s)) => s.stops.contains(&t),
-            _ => false,
-        };
         loop {
             let chunk = match until_cancelled(response.chunk(), cancel, deadline).await? {
                 Ok(Some(c)) => c,
@@ -393,7 +497,7 @@ impl Remote {
             };
             for data in parser.feed(&chunk) {
                 if data.trim() == "[DONE]" {
-                    return Ok(finish(text, timings, first, start));
+                    return Ok(false);
                 }
                 let event: Value = serde_json::from_str(&data).map_err(|e| RemoteError::Failed(format!("an event that is not JSON ({e})")))?;
                 if let Some(error) = event.get("error") {
@@ -409,35 +513,42 @@ impl Remote {
                 let piece = event.pointer("/choices/0/text").or_else(|| event.get("content")).and_then(Value::as_str).unwrap_or("");
                 let pieces: Vec<Option<Token>> = if ids.is_empty() { if piece.is_empty() { vec![] } else { vec![None] } } else { ids.into_iter().map(Some).collect() };
                 for id in pieces {
-                    first.get_or_insert_with(Instant::now);
-                    if id.is_some_and(ends) {
-                        return Ok(finish(text, timings, first, start));
-                    }
-                    timings.generated_tokens += 1;
-                    cancel.add_generated();
-                    match (id, gguf) {
-                        (Some(id), Some(v)) => {
-                            v.piece(id, &mut bytes);
-                            text = valid_utf8_prefix(&bytes).to_owned();
+                    if let (Some(allows), Some(t)) = (allows, id) {
+                        let next = if self.ends(t) { None } else { Some(self.piece_text(t, piece)) };
+                        if !allows(&answer.text, next.as_deref()) {
+                            // Dropping the response closes the connection: the server stops.
+                            return Ok(true);
                         }
-                        _ => text.push_str(piece),
                     }
-                    if let Some(cut) = stop(&text) {
-                        text.truncate(cut.min(text.len()));
-                        // Dropping the response closes the connection: the server stops.
-                        return Ok(finish(text, timings, first, start));
-                    }
-                    if timings.generated_tokens >= max_tokens {
-                        return Ok(finish(text, timings, first, start));
+                    if self.take(id, piece, stop, max_tokens, cancel, timings, answer) {
+                        return Ok(false);
                     }
                 }
                 if event.get("stop").and_then(Value::as_bool) == Some(true) || event.pointer("/choices/0/finish_reason").is_some_and(|f| !f.is_null()) {
-                    return Ok(finish(text, timings, first, start));
+                    return Ok(false);
                 }
             }
         }
-        Ok(finish(text, timings, first, start))
+        Ok(false)
     }
+}
+
+/// The builder's stop predicate and constraint, as the endpoint's client calls them.
+type StopFn = dyn Fn(&str) -> Option<usize> + Send;
+type AllowsFn = dyn Fn(&str, Option<&str>) -> bool + Send;
+
+/// Candidates asked for where the server's pick is refused: the most likely allowed token is
+/// almost always among them (the model thread looks at all of them).
+const CANDIDATES: usize = 256;
+
+/// What a constrained answer has so far, over the requests that make it.
+#[derive(Default)]
+struct Answer {
+    bytes: Vec<u8>,
+    text: String,
+    /// Generated token ids (the next request's prompt goes on after them).
+    ids: Vec<Token>,
+    first: Option<Instant>,
 }
 
 /// The token cap a request body carries (the endpoint's own cap is not relied on).

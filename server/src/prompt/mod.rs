@@ -167,8 +167,14 @@ impl PromptPlan {
     /// identifies it for the suggestion cache.
     pub fn into_prompt(self) -> Prompt {
         let stop_key = Hasher::default().hash_one(&self.stop);
-        let stop = self.stop;
-        Prompt { tokens: self.tokens, stop: Box::new(move |text| stop.check(text)), stop_key, max_tokens: self.max_tokens }
+        let (stop, open) = (self.stop.clone(), self.stop);
+        Prompt {
+            tokens: self.tokens,
+            stop: Box::new(move |text| stop.check(text)),
+            stop_key,
+            max_tokens: self.max_tokens,
+            allows: Box::new(move |text, next| open.allows(text, next)),
+        }
     }
 }
 
