@@ -116,6 +116,8 @@ if want neovim; then
     record neovim-first-run $?
     run_nvim_spec cross_file_spec.lua
     record neovim-cross-file $?
+    run_nvim_spec next_edit_spec.lua
+    record neovim-next-edit $?
   fi
 fi
 
