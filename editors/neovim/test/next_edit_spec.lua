@@ -50,7 +50,7 @@ H.test('a renamed parameter: the rename is shown at its other uses', function()
   H.type('ciwwidth<Esc>')
   H.eq('def area(width, h):', vim.api.nvim_buf_get_lines(bufnr, 0, 1, false)[1], 'the typed rename')
   -- Nothing is asked for: once the edit settles, the plugin asks and shows the answer.
-  H.wait(30000, function() return #shown() == 2 end, function() return 'two next edits shown, got ' .. vim.inspect(shown()) end)
+  H.wait(60000, function() return #shown() == 2 end, function() return 'two next edits shown, got ' .. vim.inspect(shown()) end)
   H.eq({ { 1, 9, '→ width' }, { 2, 16, '→ width' } }, shown(), 'after each `w` that is a use')
   H.eq({ 'def area(width, h):', '    s = w * h', '    return s + w' }, vim.api.nvim_buf_get_lines(bufnr, 0, 3, false), 'shown, not applied')
 end)

@@ -17,8 +17,16 @@ M.defaults = { enabled = true, debounce = 300 }
 ---@type table<integer, { edits: table[], changedtick: integer, client_id: integer, timer?: uv.uv_timer_t }>
 local state = {}
 
-vim.api.nvim_set_hl(0, 'GhostlineNextEdit', { link = 'Comment', default = true })
-vim.api.nvim_set_hl(0, 'GhostlineNextEditRange', { link = 'DiffDelete', default = true })
+--- The default highlights (a colorscheme's `:hi clear` drops them: set again on ColorScheme).
+local function highlights()
+  vim.api.nvim_set_hl(0, 'GhostlineNextEdit', { link = 'Comment', default = true })
+  vim.api.nvim_set_hl(0, 'GhostlineNextEditRange', { link = 'DiffDelete', default = true })
+end
+highlights()
+vim.api.nvim_create_autocmd('ColorScheme', {
+  group = vim.api.nvim_create_augroup('ghostline.next_edit.highlights', { clear = true }),
+  callback = highlights,
+})
 
 --- The byte column of an LSP position in `bufnr`, counted in `encoding` (0.11's
 --- vim.str_byteindex; 0.10's takes a utf-16 flag).
@@ -203,7 +211,11 @@ function M.attach(client, bufnr, opts)
   vim.api.nvim_create_autocmd({ 'BufUnload', 'LspDetach' }, {
     buffer = bufnr,
     group = group,
-    callback = function()
+    callback = function(event)
+      if event.event == 'LspDetach' and vim.tbl_get(event, 'data', 'client_id') ~= client.id then
+        return
+      end
+      M.dismiss(bufnr)
       local s = state[bufnr]
       if s and s.timer then
         s.timer:stop()
