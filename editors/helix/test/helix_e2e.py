@@ -399,13 +399,7 @@ def case_generate_tests(hx):
     title = "Generate tests for `stdev`"
     hx.wait(lambda s: title in s, f"{title!r} in the code-action menu", timeout=60)
     hx.shot("code-actions")
-    # The menu starts on its first row; move down until the title's row is the selected one.
-    for _ in range(12):
-        if selected_row_has(hx.screen(escapes=True), title):
-            break
-        hx.keys("Down")
-    else:
-        raise Failure(f"could not select {title!r} in the menu:\n{indent(hx.screen())}")
+    select_menu_row(hx, title)
     hx.shot("selected")
     hx.keys("Enter")
     # ghostline asks Helix to create tests/test_stats.py and fill it in (workspace/applyEdit);
@@ -499,12 +493,7 @@ def case_next_edit(hx):
     screen = hx.wait(lambda s: NEXT_EDIT_TITLE in s and s, f"{NEXT_EDIT_TITLE!r} in the code-action menu", timeout=60)
     hx.shot("code-actions")
     check(hx.cursor_line(screen, "s = w * h"), f"listed, not applied yet:\n{indent(screen)}")
-    for _ in range(12):
-        if selected_row_has(hx.screen(escapes=True), NEXT_EDIT_TITLE):
-            break
-        hx.keys("Down")
-    else:
-        raise Failure(f"could not select {NEXT_EDIT_TITLE!r} in the menu:\n{indent(hx.screen())}")
+    select_menu_row(hx, NEXT_EDIT_TITLE)
     hx.keys("Enter")
     hx.wait(lambda s: hx.cursor_line(s, "return s + width") and hx.cursor_line(s, "s = width * h"), "the other uses renamed")
     hx.shot("applied")
@@ -562,6 +551,15 @@ def start_fake_hub():
 
 
 FIRST_RUN = {}
+
+
+def select_menu_row(hx, title):
+    """Moves down the open menu (it starts on its first row) until `title`'s row is selected."""
+    for _ in range(12):
+        if selected_row_has(hx.screen(escapes=True), title):
+            return
+        hx.keys("Down")
+    raise Failure(f"could not select {title!r} in the menu:\n{indent(hx.screen())}")
 
 
 def selected_row_has(screen_with_escapes, text):

@@ -55,10 +55,17 @@ function M.label(new_text)
   return '→ ' .. first .. (rest ~= '' and ' …' or '')
 end
 
+--- `bufnr`, with nil or 0 for the current buffer.
+---@param bufnr integer?
+---@return integer
+local function buf(bufnr)
+  return (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+end
+
 --- Clears what is shown in `bufnr`.
 ---@param bufnr integer
 function M.dismiss(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  bufnr = buf(bufnr)
   if vim.api.nvim_buf_is_valid(bufnr) then
     vim.api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
   end
@@ -70,7 +77,7 @@ end
 --- The edits shown in `bufnr` (LSP `{textDocument, range, newText}`), first the one to jump to.
 ---@return table[]
 function M.shown(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  bufnr = buf(bufnr)
   return state[bufnr] and state[bufnr].edits or {}
 end
 
@@ -123,7 +130,9 @@ function M.request(client, bufnr)
   end, bufnr)
 end
 
---- The client the shown edits came from, while they are still for the buffer as it is.
+--- What is shown in `bufnr` while it is still for the buffer as it is: the client it came from,
+--- its edits, and the first edit's start as a cursor ({row, byte col}); nil when nothing is.
+---@return vim.lsp.Client?, table[]?, integer[]?
 local function current(bufnr)
   local s = state[bufnr]
   if not s or #s.edits == 0 then
@@ -133,19 +142,22 @@ local function current(bufnr)
     M.dismiss(bufnr)
     return nil
   end
-  return vim.lsp.get_client_by_id(s.client_id), s
+  local client = vim.lsp.get_client_by_id(s.client_id)
+  if not client then
+    return nil
+  end
+  local start = s.edits[1].range.start
+  return client, s.edits, { start.line + 1, byte_col(bufnr, start, client.offset_encoding) }
 end
 
 --- Moves the cursor to the first shown edit's start; false when nothing is shown.
 ---@return boolean
 function M.jump(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local client, s = current(bufnr)
-  if not client or not s then
+  local _, _, at = current(buf(bufnr))
+  if not at then
     return false
   end
-  local start = s.edits[1].range.start
-  vim.api.nvim_win_set_cursor(0, { start.line + 1, byte_col(bufnr, start, client.offset_encoding) })
+  vim.api.nvim_win_set_cursor(0, at)
   return true
 end
 
@@ -153,30 +165,28 @@ end
 --- puts the cursor at the first; false when nothing is shown.
 ---@return boolean
 function M.accept(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local client, s = current(bufnr)
-  if not client or not s then
+  bufnr = buf(bufnr)
+  local client, edits, at = current(bufnr)
+  if not client or not edits or not at then
     return false
   end
-  local edits = vim.tbl_map(function(e) return { range = e.range, newText = e.newText } end, s.edits)
-  local first = edits[1].range.start
   M.dismiss(bufnr)
+  edits = vim.tbl_map(function(e) return { range = e.range, newText = e.newText } end, edits)
   vim.lsp.util.apply_text_edits(edits, bufnr, client.offset_encoding)
-  pcall(vim.api.nvim_win_set_cursor, 0, { first.line + 1, byte_col(bufnr, first, client.offset_encoding) })
+  pcall(vim.api.nvim_win_set_cursor, 0, at)
   return true
 end
 
 --- The one key for both: jump to the next edit, or accept it when the cursor is already there.
 ---@return boolean
 function M.jump_or_accept(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local client, s = current(bufnr)
-  if not client or not s then
+  bufnr = buf(bufnr)
+  local _, _, at = current(bufnr)
+  if not at then
     return false
   end
-  local start = s.edits[1].range.start
   local row, col = unpack(vim.api.nvim_win_get_cursor(0))
-  if row == start.line + 1 and col == byte_col(bufnr, start, client.offset_encoding) then
+  if row == at[1] and col == at[2] then
     return M.accept(bufnr)
   end
   return M.jump(bufnr)
