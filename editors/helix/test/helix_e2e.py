@@ -399,13 +399,7 @@ def case_generate_tests(hx):
     title = "Generate tests for `stdev`"
     hx.wait(lambda s: title in s, f"{title!r} in the code-action menu", timeout=60)
     hx.shot("code-actions")
-    # The menu starts on its first row; move down until the title's row is the selected one.
-    for _ in range(12):
-        if selected_row_has(hx.screen(escapes=True), title):
-            break
-        hx.keys("Down")
-    else:
-        raise Failure(f"could not select {title!r} in the menu:\n{indent(hx.screen())}")
+    select_menu_row(hx, title)
     hx.shot("selected")
     hx.keys("Enter")
     # ghostline asks Helix to create tests/test_stats.py and fill it in (workspace/applyEdit);
@@ -478,6 +472,34 @@ def case_two_files(hx):
     check("# path: plan.py" in found[-1], f"the section ends with the file itself:\n{indent(found[-1][-2000:])}")
 
 
+# A function whose parameter the next-edit case renames (the file is stats.py in that case too).
+NEXT_EDIT_SOURCE = "def area(w, h):\n    s = w * h\n    return s + w\n\n\nx = area(3, 4)\n"
+NEXT_EDIT_TITLE = "Apply next edit: rename `w` to `width` (2 places)"
+
+
+def case_next_edit(hx):
+    """Rename a parameter by typing (`w` → `width`): `space a` lists *Apply next edit: rename `w`
+    to `width` (2 places)* first; choosing it renames the other uses (a `WorkspaceEdit`, made
+    from the syntax tree), and :w writes exactly that."""
+    hx.ready()
+    # `w` in `def area(w, h):`: to the file's start, 9 to the right, change that one character.
+    hx.keys("g", "g", "9", "l", "c")
+    hx.wait(lambda s: "INS" in s, "insert mode")
+    hx.type("width")
+    hx.keys("Escape")
+    hx.wait(lambda s: "NOR" in s and hx.cursor_line(s, "def area(width, h):"), "the typed rename")
+    hx.shot("renamed")
+    hx.keys("Space", "a")
+    screen = hx.wait(lambda s: NEXT_EDIT_TITLE in s and s, f"{NEXT_EDIT_TITLE!r} in the code-action menu", timeout=60)
+    hx.shot("code-actions")
+    check(hx.cursor_line(screen, "s = w * h"), f"listed, not applied yet:\n{indent(screen)}")
+    select_menu_row(hx, NEXT_EDIT_TITLE)
+    hx.keys("Enter")
+    hx.wait(lambda s: hx.cursor_line(s, "return s + width") and hx.cursor_line(s, "s = width * h"), "the other uses renamed")
+    hx.shot("applied")
+    saved(hx, "def area(width, h):\n    s = width * h\n    return s + width\n\n\nx = area(3, 4)\n", "rename, space a, Enter, :w")
+
+
 def case_missing_model(hx):
     """A model path that does not exist: Helix shows ghostline's message; the server stays up
     (its process runs and it still answers `space a`)."""
@@ -529,6 +551,15 @@ def start_fake_hub():
 
 
 FIRST_RUN = {}
+
+
+def select_menu_row(hx, title):
+    """Moves down the open menu (it starts on its first row) until `title`'s row is selected."""
+    for _ in range(12):
+        if selected_row_has(hx.screen(escapes=True), title):
+            return
+        hx.keys("Down")
+    raise Failure(f"could not select {title!r} in the menu:\n{indent(hx.screen())}")
 
 
 def selected_row_has(screen_with_escapes, text):
@@ -600,6 +631,7 @@ CASES = {
     "multi-line": (case_multi_line, None, MULTI_LINE_SOURCE),
     "generate-tests": (case_generate_tests, None, None),
     "two-files": (case_two_files, None, None),
+    "next-edit": (case_next_edit, None, NEXT_EDIT_SOURCE),
     "missing-model": (case_missing_model, MISSING_MODEL, None),
     # "": no model.path (the server discovers, finds nothing, and asks).
     "first-run": (case_first_run, "", None),

@@ -8,8 +8,17 @@ export type Privacy = "local-only" | "redact" | "allow";
 
 /** What the server accepts (README "Configuration"); keys absent here keep the server's defaults. */
 export interface ServerSettings {
-  model?: { path?: string; threads?: number };
+  model?: {
+    path?: string;
+    threads?: number;
+    endpoint?: string;
+    apiKeyEnv?: string;
+    endpointTrusted?: boolean;
+    endpointApi?: EndpointApi;
+    localFallback?: boolean;
+  };
   completion?: { enabled?: boolean; generateAhead?: boolean; maxTokens?: number };
+  nextEdit?: { enabled?: boolean };
   cloud?: { endpoint?: string; model?: string; apiKeyEnv?: string };
   stats?: { enabled?: boolean; path?: string; retentionSeconds?: [number, number] };
   privacy?: Privacy;
@@ -17,7 +26,14 @@ export interface ServerSettings {
   debug?: { logCode?: boolean };
 }
 
+export type EndpointApi = "llama-server" | "vllm";
+
 const PRIVACY: readonly Privacy[] = ["local-only", "redact", "allow"];
+const ENDPOINT_API: readonly EndpointApi[] = ["llama-server", "vllm"];
+
+function flag(value: unknown): boolean | undefined {
+  return typeof value === "boolean" ? value : undefined;
+}
 
 function text(value: unknown): string | undefined {
   if (typeof value !== "string") return undefined;
@@ -53,7 +69,9 @@ function prune<T extends object>(section: T): T | undefined {
  * Maps the extension's settings to the server's settings object. Empty strings and unset
  * numbers are left out (the server then uses its defaults, e.g. `$GHOSTLINE_MODEL`); values of
  * the wrong type are dropped here rather than sent, so the server never rejects the whole set.
- * Editor-only settings (`server.path`, `trace.server`) are never sent.
+ * Editor-only settings (`server.path`, `trace.server`) are never sent, and the endpoint's
+ * settings (`model.apiKeyEnv`, `endpointTrusted`, `endpointApi`, `localFallback`) only with
+ * `model.endpoint`.
  */
 export function toServerSettings(
   get: SettingsReader,
@@ -61,6 +79,8 @@ export function toServerSettings(
   home = "",
 ): ServerSettings {
   const modelPath = text(get("model.path"));
+  const endpoint = text(get("model.endpoint"));
+  const endpointApi = get("model.endpointApi");
   const privacy = get("privacy");
   const offline = get("offline");
   const enabled = get("completion.enabled");
@@ -72,12 +92,19 @@ export function toServerSettings(
     model: prune({
       path: modelPath === undefined ? undefined : expandPath(modelPath, env, home),
       threads: positiveInt(get("model.threads")),
+      // The endpoint's other keys only with an endpoint: without one they mean nothing.
+      endpoint,
+      apiKeyEnv: endpoint === undefined ? undefined : text(get("model.apiKeyEnv")),
+      endpointTrusted: endpoint === undefined ? undefined : flag(get("model.endpointTrusted")),
+      endpointApi: endpoint !== undefined && ENDPOINT_API.includes(endpointApi as EndpointApi) ? (endpointApi as EndpointApi) : undefined,
+      localFallback: endpoint === undefined ? undefined : flag(get("model.localFallback")),
     }),
     completion: prune({
       enabled: typeof enabled === "boolean" ? enabled : undefined,
       generateAhead: typeof generateAhead === "boolean" ? generateAhead : undefined,
       maxTokens: positiveInt(get("completion.maxTokens")),
     }),
+    nextEdit: prune({ enabled: flag(get("nextEdit.enabled")) }),
     cloud: prune({
       endpoint: text(get("cloud.endpoint")),
       model: text(get("cloud.model")),
@@ -98,8 +125,9 @@ export function toServerSettings(
 
 /** The server keys `toServerSettings` can send, per section. */
 const SENT_KEYS = {
-  model: ["path", "threads"],
+  model: ["path", "threads", "endpoint", "apiKeyEnv", "endpointTrusted", "endpointApi", "localFallback"],
   completion: ["enabled", "generateAhead", "maxTokens"],
+  nextEdit: ["enabled"],
   cloud: ["endpoint", "model", "apiKeyEnv"],
   stats: ["enabled", "path", "retentionSeconds"],
   debug: ["logCode"],

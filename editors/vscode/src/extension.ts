@@ -1,7 +1,8 @@
 // The VS Code side of ghostline: starts the language server, passes the settings, shows the
 // model's state in the status bar, and handles the first run's file dialog and download toast
 // (firstRun.ts). Ghost text itself comes from vscode-languageclient's built-in
-// `textDocument/inlineCompletion` support (LSP 3.18).
+// `textDocument/inlineCompletion` support (LSP 3.18); next edits are shown and accepted by
+// nextEdit.ts.
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -21,6 +22,7 @@ import {
 import { toServerChange, toServerSettings } from "./config";
 import { CHOOSE_MODEL_NOTIFICATION, DownloadToasts, Toast, fillCapabilities } from "./firstRun";
 import { locateServer } from "./locate";
+import { NextEdits } from "./nextEdit";
 import { ProgressValue, Status } from "./status";
 import { Level, stderrLine } from "./stderr";
 
@@ -32,6 +34,7 @@ let client: LanguageClient | undefined;
 let status: Status;
 let item: vscode.StatusBarItem;
 let output: vscode.LogOutputChannel;
+let nextEdits: NextEdits;
 
 function settings() {
   const config = vscode.workspace.getConfiguration(SECTION);
@@ -202,6 +205,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
 async function stop(): Promise<void> {
   const running = client;
   client = undefined;
+  nextEdits?.clear();
   if (running) await running.stop();
 }
 
@@ -270,9 +274,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   item.name = "ghostline";
   item.command = "ghostline.toggleCompletions";
   status = new Status();
+  nextEdits = new NextEdits(
+    () => (client?.state === State.Running ? client : undefined),
+    () => vscode.workspace.getConfiguration(SECTION).get<boolean>("nextEdit.enabled", true),
+    (line) => output.appendLine(line),
+  );
   context.subscriptions.push(
     output,
     item,
+    nextEdits,
+    vscode.commands.registerCommand("ghostline.nextEdit", () => nextEdits.jumpOrAccept()),
+    vscode.commands.registerCommand("ghostline.acceptNextEdit", () => nextEdits.accept()),
+    vscode.commands.registerCommand("ghostline.dismissNextEdit", () => nextEdits.clear()),
     vscode.commands.registerCommand("ghostline.toggleCompletions", toggleCompletions),
     vscode.commands.registerCommand("ghostline.showLastRoute", showLastRoute),
     vscode.commands.registerCommand("ghostline.showOutput", () => output.show()),

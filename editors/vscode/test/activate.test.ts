@@ -23,11 +23,14 @@ function standIn(settings: Record<string, unknown>) {
       showWarningMessage: async () => undefined,
       showInformationMessage: async () => undefined,
       setStatusBarMessage: () => disposable,
+      createTextEditorDecorationType: () => disposable,
+      onDidChangeActiveTextEditor: () => disposable,
     },
     commands: { registerCommand: (id: string) => { calls.commands.push(id); return disposable; } },
     workspace: {
       getConfiguration: () => ({ get: (key: string, fallback?: unknown) => settings[key] ?? fallback, inspect: () => undefined, update: async () => {} }),
       onDidChangeConfiguration: () => disposable,
+      onDidChangeTextDocument: () => disposable,
     },
   };
   // vscode-languageclient subclasses these when it loads; bundles copy the module's own keys.

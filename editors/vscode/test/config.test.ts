@@ -11,9 +11,15 @@ const defaults = {
   "server.path": "",
   "model.path": "",
   "model.threads": null,
+  "model.endpoint": "",
+  "model.apiKeyEnv": "",
+  "model.endpointTrusted": null,
+  "model.endpointApi": "llama-server",
+  "model.localFallback": true,
   "completion.enabled": true,
   "completion.generateAhead": true,
   "completion.maxTokens": null,
+  "nextEdit.enabled": true,
   "cloud.endpoint": "",
   "cloud.model": "",
   "cloud.apiKeyEnv": "",
@@ -29,6 +35,7 @@ const defaults = {
 test("defaults send only what the server needs: no empty strings, no nulls", () => {
   assert.deepEqual(toServerSettings(reader(defaults)), {
     completion: { enabled: true, generateAhead: true },
+    nextEdit: { enabled: true },
     stats: { enabled: true },
     privacy: "local-only",
     offline: false,
@@ -42,9 +49,15 @@ test("every setting maps to the server's camelCase key", () => {
       "server.path": "/opt/ghostline/bin/ghostline",
       "model.path": "/models/qwen2.5-coder-1.5b-q4_k_m.gguf",
       "model.threads": 4,
+      "model.endpoint": "https://models.example:8443",
+      "model.apiKeyEnv": "TEAM_KEY",
+      "model.endpointTrusted": true,
+      "model.endpointApi": "vllm",
+      "model.localFallback": false,
       "completion.enabled": false,
       "completion.generateAhead": false,
       "completion.maxTokens": 48,
+      "nextEdit.enabled": false,
       "cloud.endpoint": "http://127.0.0.1:8080/v1",
       "cloud.model": "qwen2.5-coder-7b",
       "cloud.apiKeyEnv": "GHOSTLINE_API_KEY",
@@ -58,8 +71,17 @@ test("every setting maps to the server's camelCase key", () => {
     }),
   );
   assert.deepEqual(settings, {
-    model: { path: "/models/qwen2.5-coder-1.5b-q4_k_m.gguf", threads: 4 },
+    model: {
+      path: "/models/qwen2.5-coder-1.5b-q4_k_m.gguf",
+      threads: 4,
+      endpoint: "https://models.example:8443",
+      apiKeyEnv: "TEAM_KEY",
+      endpointTrusted: true,
+      endpointApi: "vllm",
+      localFallback: false,
+    },
     completion: { enabled: false, generateAhead: false, maxTokens: 48 },
+    nextEdit: { enabled: false },
     cloud: { endpoint: "http://127.0.0.1:8080/v1", model: "qwen2.5-coder-7b", apiKeyEnv: "GHOSTLINE_API_KEY" },
     stats: { enabled: false, path: "/tmp/stats.sqlite", retentionSeconds: [1, 2] },
     privacy: "redact",
@@ -79,6 +101,8 @@ test("values of the wrong type are dropped, not sent", () => {
       "completion.maxTokens": 2.5,
       "completion.enabled": "yes",
       "completion.generateAhead": 1,
+      "nextEdit.enabled": "no",
+      "model.endpoint": " ",
       privacy: "everything",
       offline: "true",
       "cloud.endpoint": "   ",
@@ -94,6 +118,13 @@ test("the API key itself is never a setting: only the variable's name is sent", 
   const settings = toServerSettings(reader({ ...defaults, "cloud.apiKeyEnv": " MY_KEY " }), { MY_KEY: "sk-secret" });
   assert.deepEqual(settings.cloud, { apiKeyEnv: "MY_KEY" });
   assert.equal(JSON.stringify(settings).includes("sk-secret"), false);
+});
+
+test("the endpoint's settings go only with an endpoint; a wrong API name is dropped", () => {
+  const without = toServerSettings(reader({ ...defaults, "model.apiKeyEnv": "TEAM_KEY", "model.localFallback": false, "model.endpointTrusted": true }));
+  assert.equal(without.model, undefined);
+  const settings = toServerSettings(reader({ ...defaults, "model.endpoint": "http://127.0.0.1:8080", "model.endpointApi": "openai" }));
+  assert.deepEqual(settings.model, { endpoint: "http://127.0.0.1:8080", localFallback: true });
 });
 
 test("model path: ~ and ${env:NAME} are expanded", () => {
@@ -112,8 +143,9 @@ test("an unset reader (no settings at all) gives an empty object", () => {
 test("a change sends every managed key, a cleared one as null (the server layers changes)", () => {
   const set = toServerChange(reader({ ...defaults, "model.path": "/m.gguf", "cloud.endpoint": "http://h/v1" }));
   assert.deepEqual(set, {
-    model: { path: "/m.gguf", threads: null },
+    model: { path: "/m.gguf", threads: null, endpoint: null, apiKeyEnv: null, endpointTrusted: null, endpointApi: null, localFallback: null },
     completion: { enabled: true, generateAhead: true, maxTokens: null },
+    nextEdit: { enabled: true },
     cloud: { endpoint: "http://h/v1", model: null, apiKeyEnv: null },
     stats: { enabled: true, path: null, retentionSeconds: null },
     debug: { logCode: null },

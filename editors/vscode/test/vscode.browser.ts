@@ -333,6 +333,17 @@ async function setInSettingsEditor(key: string, value: string): Promise<void> {
   await page.keyboard.press("Control+Comma");
   const search = page.locator(".settings-editor .suggest-input-container textarea, .settings-editor .settings-header input").first();
   await search.waitFor();
+  // Under load the first keys can arrive before the search box has the focus, and are lost.
+  await until(
+    () => "the focus in the settings search box",
+    async () =>
+      page.evaluate(() => {
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any
+        const active = (globalThis as any).document.activeElement;
+        return Boolean(active?.closest?.(".settings-editor .settings-header"));
+      }),
+    10_000,
+  );
   await page.keyboard.type(`ghostline.${key}`, { delay: 10 });
   const item = page.locator(".settings-editor .setting-item").filter({ hasText: /Max Tokens/ }).first();
   const box = item.locator("input").first();
@@ -544,4 +555,105 @@ step("a two-file workspace: the sibling's definition reaches the prompt, and its
   assert.equal(changed.cross_file_bytes, first.cross_file_bytes + added.length, "the section changed by exactly the added parameter");
   assert.deepEqual(changed.cross_file_paths, first.cross_file_paths);
   await page.keyboard.press("Escape");
+});
+
+/** The next edits shown in the active editor: each decoration's `→ …` text after the text it
+ * follows, with the line it is on (top to bottom). VS Code draws a decoration's `after` text as
+ * the `::after` content of a span in the line. */
+async function nextEditsShown(): Promise<{ line: string; before: string; after: string }[]> {
+  return h.page.evaluate(() => {
+    // Runs in the page (no DOM types in this project's tsconfig).
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const g = globalThis as any;
+    const editor = g.document.querySelector(".editor-instance .monaco-editor.focused") ?? g.document.querySelector(".editor-instance .monaco-editor");
+    if (!editor) return [];
+    const found: { top: number; line: string; before: string; after: string }[] = [];
+    for (const line of editor.querySelectorAll(".view-lines .view-line")) {
+      let before = "";
+      for (const span of line.querySelectorAll("span")) {
+        if (span.children.length === 0) before += span.textContent ?? "";
+        const content = g.getComputedStyle(span, "::after").content as string;
+        if (content && content.includes("→")) {
+          const text = (line.textContent ?? "").replace(/\u00a0/g, " ");
+          found.push({ top: parseFloat(line.style.top || "0"), line: text, before: before.replace(/\u00a0/g, " "), after: content.replace(/^"|"$/g, "") });
+        }
+      }
+    }
+    return found.sort((a, b) => a.top - b.top).map(({ line, before, after }) => ({ line, before, after }));
+  });
+}
+
+// Next edits (issue 31): a parameter renamed by typing; once the edit settles the extension asks
+// ghostline/nextEdit and decorates the other uses with the new name; Alt+N jumps to the first
+// and, pressed there, accepts: the saved file has every use renamed. A rename is made from the
+// syntax tree, so what is shown does not depend on the model.
+step("next edits: a renamed parameter's other uses are shown; Alt+N jumps, then accepts; typing elsewhere clears them", async () => {
+  // Needs only the server up (the status bar's step), not what the steps since left behind.
+  const { page } = h;
+  for (let i = 0; i < 3; i++) await page.keyboard.press("Escape");
+  const SHAPES = "def area(w, h):\n    s = w * h\n    return s + w\n\n\nx = area(3, 4)\n";
+  writeFileSync(join(h.workspace, "shapes.py"), SHAPES);
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("shapes.py", { delay: KEY_DELAY });
+  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: "shapes.py" }).first().waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".tab").filter({ hasText: "shapes.py" }).waitFor();
+  const editor = page.locator(".editor-instance .monaco-editor").first();
+  // `w` in `def area(w, h):` selected with the keyboard, and typed over.
+  await editor.locator(".view-line").filter({ hasText: /def\sarea\(w,/ }).first().click();
+  await page.keyboard.press("Home");
+  for (let i = 0; i < 9; i++) await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("Shift+ArrowRight");
+  await page.keyboard.type("width", { delay: KEY_DELAY });
+  await page.keyboard.press("Escape");
+  const shown = await until(
+    async () => `two next edits decorated, got ${JSON.stringify(await nextEditsShown())}`,
+    async () => {
+      const s = await nextEditsShown();
+      return s.length === 2 && s;
+    },
+    60_000,
+  );
+  note(`next edits shown: ${JSON.stringify(shown)}`);
+  await h.shot("next-edit-shown");
+  assert.deepEqual(
+    shown.map((s) => [s.line.trim(), s.before.trim(), s.after]),
+    [
+      ["s = w * h", "s = w", "→ width"],
+      ["return s + w", "return s + w", "→ width"],
+    ],
+    "the rename after each other use of `w`",
+  );
+  // Alt+N: the cursor to the first; again, there: accepted.
+  await page.keyboard.press("Alt+N");
+  await until(async () => `the cursor at 1:8, the status bar says ${JSON.stringify(await cursor(page))}`, async () => JSON.stringify(await cursor(page)) === JSON.stringify({ line: 1, character: 8 }), 10_000);
+  await h.shot("next-edit-jumped");
+  assert.equal((await nextEditsShown()).length, 2, "still shown after the jump");
+  await page.keyboard.press("Alt+N");
+  await until(
+    async () => `the uses renamed, the editor shows ${JSON.stringify(await editor.locator(".view-line").allInnerTexts())}`,
+    async () => (await editor.locator(".view-line").filter({ hasText: /return\ss\s\+\swidth/ }).count()) > 0,
+    10_000,
+  );
+  await h.shot("next-edit-accepted");
+  assert.deepEqual(await nextEditsShown(), [], "nothing shown once accepted");
+  await page.keyboard.press("Control+S");
+  const file = join(h.workspace, "shapes.py");
+  const saved = await until(() => "shapes.py saved with the rename", async () => readFileSync(file, "utf8").includes("return s + width") && readFileSync(file, "utf8"), 10_000);
+  assert.equal(saved, "def area(width, h):\n    s = width * h\n    return s + width\n\n\nx = area(3, 4)\n", "exactly the rename, everywhere");
+
+  // Another rename (`h` → `height`), shown; typing at the end of the file clears it at once.
+  await new Promise((r) => setTimeout(r, 1200)); // a new edit, not the accepted one
+  await editor.locator(".view-line").filter({ hasText: /def\sarea\(width,/ }).first().click();
+  await page.keyboard.press("Home");
+  for (let i = 0; i < 16; i++) await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("Shift+ArrowRight");
+  await page.keyboard.type("height", { delay: KEY_DELAY });
+  await until(async () => `one next edit for height, got ${JSON.stringify(await nextEditsShown())}`, async () => (await nextEditsShown()).length === 1, 60_000);
+  await page.keyboard.press("Escape");
+  assert.equal((await nextEditsShown()).length, 1, "still shown: Escape is not an edit");
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("#", { delay: KEY_DELAY });
+  await until(async () => `no next edit after typing elsewhere, got ${JSON.stringify(await nextEditsShown())}`, async () => (await nextEditsShown()).length === 0, 2_000);
+  await h.shot("next-edit-cleared");
 });

@@ -4,6 +4,7 @@
 --   0.11:  vim.lsp.config/enable; suggestions as completion items (vim.lsp.completion, with
 --          <C-Space> to ask; Neovim has no inline completion UI before 0.12).
 --   0.10:  vim.lsp.start per buffer; completion items through 'omnifunc' (<C-x><C-o>).
+-- Next edits (next_edit.lua) on every version: shown at their targets, <M-n> jumps, then accepts.
 local M = {}
 
 ---@class ghostline.Opts
@@ -12,11 +13,18 @@ local M = {}
 ---@field settings? table          more server settings, merged into init_options (camelCase, as in the README)
 ---@field filetypes? string[]      filetypes to attach to (default: lsp/ghostline.lua's list)
 ---@field inline? boolean          0.12+: ghost text (default true); false uses completion items
----@field keys? { accept?: string|false, next?: string|false, prev?: string|false, complete?: string|false }
+---@field next_edit? ghostline.NextEditOpts|false  next edits (default { enabled = true, debounce = 300 })
+---@field keys? { accept?: string|false, next?: string|false, prev?: string|false, complete?: string|false, jump_edit?: string|false, accept_edit?: string|false }
 
 M.defaults = {
   inline = true,
-  keys = { accept = '<Tab>', next = '<M-]>', prev = '<M-[>', complete = '<C-Space>' },
+  next_edit = { enabled = true, debounce = 300 },
+  keys = {
+    accept = '<Tab>', next = '<M-]>', prev = '<M-[>', complete = '<C-Space>',
+    -- Next edits, in Normal and Insert mode: jump to the proposed edit (pressed there: accept it);
+    -- accept it from anywhere.
+    jump_edit = '<M-n>', accept_edit = '<M-y>',
+  },
 }
 
 --- The server's settings from the options: `model` becomes `model.path`.
@@ -105,12 +113,32 @@ function M.report_rest(client, bufnr)
   })
 end
 
+--- Next edits for `bufnr` (next_edit.lua) with their keys, when the server offers them.
+---@param client vim.lsp.Client
+---@param bufnr integer
+---@param opts ghostline.Opts
+function M.attach_next_edit(client, bufnr, opts)
+  local next_edit = require('ghostline.next_edit')
+  if opts.next_edit == false or not next_edit.attach(client, bufnr, opts.next_edit or nil) then
+    return
+  end
+  local keys = opts.keys or M.defaults.keys
+  local function map(lhs, fn, desc)
+    if lhs then
+      vim.keymap.set({ 'n', 'i' }, lhs, function() fn(bufnr) end, { buffer = bufnr, desc = 'ghostline: ' .. desc })
+    end
+  end
+  map(keys.jump_edit, next_edit.jump_or_accept, 'jump to the next edit (there: accept it)')
+  map(keys.accept_edit, next_edit.accept, 'accept the next edit')
+end
+
 ---@param client vim.lsp.Client
 ---@param bufnr integer
 ---@param opts ghostline.Opts
 function M.on_attach(client, bufnr, opts)
   M.report_rest(client, bufnr)
   local keys = opts.keys or M.defaults.keys
+  M.attach_next_edit(client, bufnr, opts)
   local function map(lhs, rhs, desc, extra)
     if lhs then
       vim.keymap.set('i', lhs, rhs, vim.tbl_extend('force', { buffer = bufnr, desc = 'ghostline: ' .. desc }, extra or {}))
