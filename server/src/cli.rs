@@ -229,6 +229,10 @@ enum Command {
         /// opened in it either way): the cross-file section's cost, against a run without.
         #[arg(long)]
         no_cross_file: bool,
+        /// Replay with ghostline's `nextEdit.enabled` off (no edit history, no next edits):
+        /// what next edits cost a keystroke, against a run with them (the default).
+        #[arg(long)]
+        no_next_edit: bool,
         /// ghostline decodes with `--threads` always (`model.adaptiveThreads: false`), as the
         /// peer does, instead of fewer while other processes keep cores busy.
         #[arg(long)]
@@ -472,7 +476,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, fixed_threads, prefill_chunk, open_pause, remote, .. } => {
+        Command::Bench { traces, peer, peer_bin, peer_args, runs, json, model, threads, svg, cold_sizes, save, no_ahead, no_debounce, no_cross_file, no_next_edit, fixed_threads, prefill_chunk, open_pause, remote, .. } => {
             let generate_ahead = !no_ahead;
             let options = crate::bench::Options {
                 traces,
@@ -488,6 +492,7 @@ pub fn main() -> ExitCode {
                 generate_ahead,
                 no_debounce,
                 cross_file: !no_cross_file,
+                next_edit: !no_next_edit,
                 adaptive_threads: !fixed_threads,
                 prefill_chunk,
                 open_pause_ms: open_pause,

@@ -298,16 +298,17 @@ fn the_prompt_plan_with_the_real_tokenizer() {
     assert_eq!(markers, [11, 12, 13], "<fim_prefix> <fim_suffix> <fim_middle>");
 }
 
-/// A prompt's constraint (`Prompt::allows`) is kept token by token: the model thread takes the
-/// most likely token it allows — here none with an `e`, and no end before 24 bytes — where the
-/// model's own pick would break it.
+/// While a prompt says its text may not end (`Prompt::unfinished`), the model thread takes the
+/// most likely token that is not an end token: the answer goes on past where the model would
+/// have ended it, and up to there it is the model's own.
 #[test]
-fn the_model_thread_takes_the_most_likely_token_the_constraint_allows() {
+fn the_model_thread_does_not_end_an_unfinished_answer() {
     let mut options = Options::default();
     options.model.path = Some(fim_model());
     let config = options.resolve(None);
     let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
     assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
+    const AT_LEAST: usize = 48;
     let generate = |constrained: bool| {
         let build = move |tokenizer: &dyn Tokenize, _: &VocabFacts| {
             let mut tokens = vec![11];
@@ -315,18 +316,14 @@ fn the_model_thread_takes_the_most_likely_token_the_constraint_allows() {
             tokens.push(12);
             tokens.extend(tokenizer.tokenize("\n    return message\n"));
             tokens.push(13);
-            let allows: Box<dyn Fn(&str, Option<&str>) -> bool + Send> = if constrained {
-                Box::new(|text: &str, next: Option<&str>| next.map_or(text.len() >= 24, |piece| !piece.contains('e')))
-            } else {
-                Box::new(|_: &str, _: Option<&str>| true)
-            };
-            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: u64::from(constrained), max_tokens: 16, allows }
+            let unfinished: Box<dyn Fn(&str) -> bool + Send> = if constrained { Box::new(|text: &str| text.len() < AT_LEAST) } else { Box::new(|_: &str| false) };
+            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: u64::from(constrained), max_tokens: 48, unfinished }
         };
         rt().block_on(handle.generate(GenerateRequest { prompt: Box::new(build), cancel: CancelFlag::new() })).unwrap().text
     };
     let free = generate(false);
-    assert!(free.contains('e'), "the model's own answer must break the constraint for this test to mean something: {free:?}");
+    assert!(!free.is_empty() && free.len() < AT_LEAST, "the model must end early by itself for this test to mean something: {free:?}");
     let kept = generate(true);
-    assert!(!kept.contains('e') && !kept.is_empty(), "{kept:?}");
-    assert!(kept.len() >= 24, "ended before the constraint let it: {kept:?}");
+    assert!(kept.len() >= AT_LEAST, "ended while unfinished: {kept:?}");
+    assert!(kept.starts_with(&free), "the model's own answer first: {free:?} then {kept:?}");
 }

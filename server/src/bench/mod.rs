@@ -71,6 +71,8 @@ pub struct Options {
     pub no_debounce: bool,
     /// ghostline's `completion.crossFile` (default: on; it needs a trace with a workspace).
     pub cross_file: bool,
+    /// ghostline's `nextEdit.enabled` (default: on).
+    pub next_edit: bool,
     /// ghostline's `model.adaptiveThreads` (default on; the peer's threads are fixed).
     pub adaptive_threads: bool,
     /// ghostline's `model.prefillChunk` (default: its own default).
@@ -113,6 +115,8 @@ pub struct Conditions {
     pub prefill_chunk: u32,
     /// ghostline's `completion.crossFile` (only traces with a workspace have other files).
     pub cross_file: bool,
+    /// ghostline's `nextEdit.enabled`: the edit history recorded on every key.
+    pub next_edit: bool,
     /// ghostline's `model.adaptiveThreads`: fewer threads than `threads` while other processes
     /// keep cores busy (llama-server has no such switch: its threads are fixed).
     pub adaptive_threads: bool,
@@ -181,6 +185,7 @@ pub struct Setup {
     generate_ahead: bool,
     no_debounce: bool,
     cross_file: bool,
+    next_edit: bool,
     adaptive_threads: bool,
     prefill_chunk: u32,
     open_pause_ms: u64,
@@ -206,6 +211,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         generate_ahead: opts.generate_ahead,
         no_debounce: opts.no_debounce,
         cross_file: opts.cross_file,
+        next_edit: opts.next_edit,
         adaptive_threads: opts.adaptive_threads,
         open_pause_ms: opts.open_pause_ms,
         remote: if opts.remote { Some(peer::find(opts.peer_bin.clone())?) } else { None },
@@ -262,6 +268,7 @@ pub fn run(opts: Options) -> Result<Report, String> {
         generate_ahead: opts.generate_ahead,
         prefill_chunk: setup.prefill_chunk,
         cross_file: opts.cross_file,
+        next_edit: opts.next_edit,
         adaptive_threads: opts.adaptive_threads,
         open_pause_ms: opts.open_pause_ms,
         remote: setup.remote.as_deref().map(|bin| {

@@ -138,7 +138,8 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
         // Typed-ahead reuse is off: it would answer keys from the previous suggestion, a
         // client-side reuse the peer is not given either. With generating ahead (the default),
         // a request is answered by the generation started on its key, not by a call of its own.
-        "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0, "typedAhead": false, "generateAhead": setup.generate_ahead, "crossFile": setup.cross_file}
+        "completion": {"maxTokens": MAX_TOKENS, "repeatPenalty": 1.0, "typedAhead": false, "generateAhead": setup.generate_ahead, "crossFile": setup.cross_file},
+        "nextEdit": {"enabled": setup.next_edit}
     });
     if let Some(server) = &remote {
         options["model"]["endpoint"] = json!(format!("http://127.0.0.1:{}", server.port()));

@@ -22,12 +22,13 @@ pub fn print_text(report: &Report) {
         println!("  ghostline generated through: {remote}");
     }
     println!(
-        "  after didOpen: {}; completion.crossFile {}",
+        "  after didOpen: {}; completion.crossFile {}; nextEdit.enabled {}",
         match c.open_pause_ms {
             0 => "the trace's first event at once".to_owned(),
             ms => format!("a code-action request at the cursor, then {ms} ms before the trace's first event"),
         },
-        if c.cross_file { "on" } else { "off" }
+        if c.cross_file { "on" } else { "off" },
+        if c.next_edit { "on" } else { "off" }
     );
     if let Some(got) = &c.peer_got {
         println!("  llama-server got: {got}");

@@ -331,9 +331,6 @@ struct Worker<'m> {
     file_sep: Option<Token>,
     /// Tokens beyond the vocabulary's end-of-generation set that end a FIM completion.
     extra_stops: Vec<Token>,
-    /// Every token's text, by id: made the first time a prompt's constraint refuses the
-    /// model's pick ([`Worker::sample_allowed`]).
-    pieces: std::cell::OnceCell<Vec<Vec<u8>>>,
     /// Tokens whose KV entries are in the context, in position order.
     cached: Vec<LlamaToken>,
     /// How many of `cached` were prompt (the rest were generated after it).
@@ -465,7 +462,6 @@ impl<'m> Worker<'m> {
             bos,
             file_sep,
             extra_stops,
-            pieces: std::cell::OnceCell::new(),
             cached: Vec::new(),
             cached_prompt: 0,
             aligned_upto: 0,
@@ -553,7 +549,7 @@ impl<'m> Worker<'m> {
     /// pad, repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
     /// context. Fills `timings` but for the prompt fields; returns the text kept.
     fn prefill_and_decode(&mut self, prompt: &[LlamaToken], run: &Run<'_>, start: Instant, timings: &mut Timings) -> Result<String, GenerateError> {
-        let Run { cancel, max_tokens, stop, allows, fim_stops, aligned } = *run;
+        let Run { cancel, max_tokens, stop, unfinished, fim_stops, aligned } = *run;
         let n_ctx = self.ctx.n_ctx() as usize;
         let (reused, restored) = self.prefill(prompt, cancel, aligned).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,
@@ -591,9 +587,10 @@ impl<'m> Worker<'m> {
                 self.drop_unconfirmed();
                 return Err(GenerateError::Cancelled);
             }
-            let token = match allows {
-                Some(allows) => self.sample_allowed(&mut sampler, logits_at, fim_stops, &|next| allows(valid_utf8_prefix(&bytes), next)),
-                None => sampler.sample(&self.ctx, logits_at),
+            let token = if unfinished.is_some_and(|open| open(valid_utf8_prefix(&bytes))) {
+                self.sample_going_on(&mut sampler, logits_at, fim_stops)
+            } else {
+                sampler.sample(&self.ctx, logits_at)
             };
             first_token_at.get_or_insert_with(Instant::now);
             if let Some((proposed, matched)) = &mut unchecked {
@@ -670,49 +667,18 @@ impl<'m> Worker<'m> {
         Ok(all[..cut.unwrap_or(all.len()).min(all.len())].to_owned())
     }
 
-    /// What `sampler` picks from the logits at `i` among the tokens `allows` takes (given a
-    /// token's text, `None` for an end token: with `fim_stops`, the FIM stop tokens are end
-    /// tokens too), accepted as [`LlamaSampler::sample`] accepts its pick: the sampler's pick on
-    /// the full logits when `allows` takes it, else its pick once every token `allows` refuses
-    /// is masked.
-    fn sample_allowed(&self, sampler: &mut LlamaSampler, i: i32, fim_stops: bool, allows: &dyn Fn(Option<&str>) -> bool) -> LlamaToken {
+    /// What `sampler` picks from the logits at `i` with every end token masked (`fim_stops`: the
+    /// FIM stop tokens too), accepted as [`LlamaSampler::sample`] accepts its pick.
+    fn sample_going_on(&self, sampler: &mut LlamaSampler, i: i32, fim_stops: bool) -> LlamaToken {
         let vocab = self.model.vocab();
-        let ends = |t: LlamaToken| vocab.is_eog(t) || (fim_stops && self.extra_stops.contains(&t.0));
-        let mut picked = self.ctx.token_data_array_ith(i);
-        sampler.apply(&mut picked);
-        let first = picked.selected_token().unwrap_or_else(|| vocab.eos());
-        let pieces = || {
-            self.pieces.get_or_init(|| {
-                (0..self.model.n_vocab())
-                    .map(|t| {
-                        let mut piece = Vec::new();
-                        vocab.token_to_piece_into(LlamaToken(t), &mut piece, false, None);
-                        piece
-                    })
-                    .collect()
-            })
-        };
-        let allowed = |t: LlamaToken| {
-            if ends(t) {
-                return allows(None);
+        let mut candidates = self.ctx.token_data_array_ith(i);
+        for c in &mut candidates.data {
+            if vocab.is_eog(c.id()) || (fim_stops && self.extra_stops.contains(&c.id().0)) {
+                c.set_logit(f32::NEG_INFINITY);
             }
-            let piece = pieces().get(t.0 as usize).map(|p| String::from_utf8_lossy(p)).unwrap_or_default();
-            allows(Some(&piece))
-        };
-        let token = if allowed(first) {
-            first
-        } else {
-            let end = allows(None);
-            let mut candidates = self.ctx.token_data_array_ith(i);
-            for c in &mut candidates.data {
-                let refused = if ends(c.id()) { !end } else { !allowed(c.id()) };
-                if refused {
-                    c.set_logit(f32::NEG_INFINITY);
-                }
-            }
-            sampler.apply(&mut candidates);
-            candidates.selected_token().unwrap_or(first)
-        };
+        }
+        sampler.apply(&mut candidates);
+        let token = candidates.selected_token().unwrap_or_else(|| vocab.eos());
         sampler.accept(token);
         token
     }
@@ -831,8 +797,9 @@ struct Run<'a> {
     cancel: &'a super::CancelFlag,
     max_tokens: usize,
     stop: &'a dyn Fn(&str) -> Option<usize>,
-    /// Which tokens the text may go on with ([`super::Prompt::allows`]); `None`: any.
-    allows: Option<&'a dyn Fn(&str, Option<&str>) -> bool>,
+    /// While this says the text may not end ([`super::Prompt::unfinished`]), end tokens are
+    /// masked.
+    unfinished: Option<&'a dyn Fn(&str) -> bool>,
     fim_stops: bool,
     /// Decode the prompt in aligned batches (completions, whose answers must not depend on the
     /// cache); chats (code actions) decode in `n_batch` batches.

@@ -151,10 +151,10 @@ pub struct Prompt {
     pub stop_key: u64,
     /// Tokens to generate at most (fitted to the context by the builder).
     pub max_tokens: usize,
-    /// Called with the generated text and a candidate token's text (`None`: an end token):
-    /// whether the generation may take it. The model thread takes the most likely token it
-    /// allows. Part of what `stop_key` identifies.
-    pub allows: Box<dyn Fn(&str, Option<&str>) -> bool + Send>,
+    /// Called with the generated text before each token: `true` while it may not end there
+    /// (the model thread then takes the most likely token that is not an end token). Part of
+    /// what `stop_key` identifies.
+    pub unfinished: Box<dyn Fn(&str) -> bool + Send>,
 }
 
 /// The suggestion cache's key of a prompt: two prompts with the same tokens, stop key and token

@@ -314,7 +314,7 @@ impl Remote {
             }
             (None, None) => unreachable!("probed above"),
         };
-        let Prompt { tokens, stop, stop_key, max_tokens, allows } = prompt;
+        let Prompt { tokens, stop, stop_key, max_tokens, unfinished } = prompt;
         let mut timings = Timings { backend: Some("endpoint".into()), ..Timings::default() };
         if tokens.is_empty() {
             return Ok(Generation { text: String::new(), timings });
@@ -343,7 +343,7 @@ impl Remote {
         if ahead_only && self.endpoint.api != EndpointApi::LlamaServer {
             return Ok(Generation { text: String::new(), timings });
         }
-        let text = self.rt.block_on(self.answer(&tokens, max_tokens, &*stop, &*allows, &request.cancel, &mut timings, start))?;
+        let text = self.rt.block_on(self.answer(&tokens, max_tokens, &*stop, &*unfinished, &request.cancel, &mut timings, start))?;
         timings.prompt = tokens;
         if !ahead_only {
             self.suggestions.put(key, (text.clone(), timings.generated_tokens));
@@ -352,22 +352,23 @@ impl Remote {
     }
 
     /// The answer to `tokens`, streamed, as the model thread would make it: where the server's
-    /// pick is a token the prompt's constraint refuses ([`super::Prompt::allows`]), the stream
-    /// is dropped, the most likely token allowed is taken from the server's top candidates for
-    /// that position, and a new stream goes on from there (the server's prompt cache keeps what
-    /// came before). Needs token ids in the stream (llama-server): without them, unconstrained.
+    /// pick is an end token while the text may not end ([`super::Prompt::unfinished`]), the
+    /// stream is dropped, the most likely other token is taken from the server's top
+    /// candidates for that position, and a new stream goes on from there (the server's prompt
+    /// cache keeps what came before). Needs token ids in the stream (llama-server): without
+    /// them, an end is an end.
     #[allow(clippy::too_many_arguments)]
-    async fn answer(&self, tokens: &[Token], max_tokens: usize, stop: &StopFn, allows: &AllowsFn, cancel: &CancelFlag, timings: &mut Timings, start: Instant) -> Result<String, RemoteError> {
+    async fn answer(&self, tokens: &[Token], max_tokens: usize, stop: &StopFn, unfinished: &UnfinishedFn, cancel: &CancelFlag, timings: &mut Timings, start: Instant) -> Result<String, RemoteError> {
         let mut answer = Answer::default();
         let constrained = self.endpoint.api == EndpointApi::LlamaServer;
         loop {
             let prompt: Vec<Token> = tokens.iter().chain(&answer.ids).copied().collect();
             let body = request_body(self.endpoint.api, &prompt, max_tokens.saturating_sub(timings.generated_tokens));
-            let refused = self.stream(body, stop, constrained.then_some(allows), cancel, timings, start, &mut answer).await?;
+            let refused = self.stream(body, stop, constrained.then_some(unfinished), cancel, timings, start, &mut answer).await?;
             if !refused {
                 return Ok(finish(answer.text, timings, answer.first, start));
             }
-            let picked = self.pick_allowed(&prompt, allows, &answer.text, cancel, start).await?;
+            let picked = self.pick_going_on(&prompt, cancel, start).await?;
             let done = match picked {
                 Some((id, piece)) => self.take(Some(id), &piece, stop, max_tokens, cancel, timings, &mut answer),
                 None => true,
@@ -378,9 +379,9 @@ impl Remote {
         }
     }
 
-    /// The most likely token after `prompt` that `allows` takes (`None`: the end, or none among
-    /// the server's [`CANDIDATES`] most likely), with its text.
-    async fn pick_allowed(&self, prompt: &[Token], allows: &AllowsFn, text: &str, cancel: &CancelFlag, start: Instant) -> Result<Option<(Token, String)>, RemoteError> {
+    /// The most likely token after `prompt` that is not an end token, with its text (`None`:
+    /// none among the server's [`CANDIDATES`] most likely).
+    async fn pick_going_on(&self, prompt: &[Token], cancel: &CancelFlag, start: Instant) -> Result<Option<(Token, String)>, RemoteError> {
         let mut body = request_body(self.endpoint.api, prompt, 1);
         body["stream"] = json!(false);
         body["n_probs"] = json!(CANDIDATES);
@@ -400,20 +401,10 @@ impl Remote {
             Err(e) => return Err(RemoteError::Failed(describe(&e))),
         };
         let candidates = answer.pointer("/completion_probabilities/0/top_logprobs").and_then(Value::as_array).cloned().unwrap_or_default();
-        for c in candidates {
-            let Some(id) = c.get("id").and_then(Value::as_i64).map(|t| t as Token) else { continue };
-            if self.ends(id) {
-                if allows(text, None) {
-                    return Ok(None);
-                }
-                continue;
-            }
-            let piece = self.piece_text(id, c.get("token").and_then(Value::as_str).unwrap_or(""));
-            if allows(text, Some(&piece)) {
-                return Ok(Some((id, piece)));
-            }
-        }
-        Ok(None)
+        Ok(candidates.iter().find_map(|c| {
+            let id = c.get("id").and_then(Value::as_i64).map(|t| t as Token).filter(|&t| !self.ends(t))?;
+            Some((id, self.piece_text(id, c.get("token").and_then(Value::as_str).unwrap_or(""))))
+        }))
     }
 
     /// Whether `t` ends a completion in the endpoint's vocabulary.
@@ -463,10 +454,10 @@ impl Remote {
     }
 
     /// One streamed request, its tokens taken into `answer`. Returns true when the server's
-    /// next token is one `allows` refuses (the stream is dropped then, before it is taken),
-    /// false when the answer is complete.
+    /// next token is an end token while `unfinished` says the text may not end (the stream is
+    /// dropped then, before it is taken), false when the answer is complete.
     #[allow(clippy::too_many_arguments)]
-    async fn stream(&self, body: Value, stop: &StopFn, allows: Option<&AllowsFn>, cancel: &CancelFlag, timings: &mut Timings, start: Instant, answer: &mut Answer) -> Result<bool, RemoteError> {
+    async fn stream(&self, body: Value, stop: &StopFn, unfinished: Option<&UnfinishedFn>, cancel: &CancelFlag, timings: &mut Timings, start: Instant, answer: &mut Answer) -> Result<bool, RemoteError> {
         let path = match self.endpoint.api {
             EndpointApi::LlamaServer => "/completion",
             EndpointApi::Vllm => "/v1/completions",
@@ -513,9 +504,8 @@ impl Remote {
                 let piece = event.pointer("/choices/0/text").or_else(|| event.get("content")).and_then(Value::as_str).unwrap_or("");
                 let pieces: Vec<Option<Token>> = if ids.is_empty() { if piece.is_empty() { vec![] } else { vec![None] } } else { ids.into_iter().map(Some).collect() };
                 for id in pieces {
-                    if let (Some(allows), Some(t)) = (allows, id) {
-                        let next = if self.ends(t) { None } else { Some(self.piece_text(t, piece)) };
-                        if !allows(&answer.text, next.as_deref()) {
+                    if let (Some(unfinished), Some(t)) = (unfinished, id) {
+                        if self.ends(t) && unfinished(&answer.text) {
                             // Dropping the response closes the connection: the server stops.
                             return Ok(true);
                         }
@@ -533,12 +523,12 @@ impl Remote {
     }
 }
 
-/// The builder's stop predicate and constraint, as the endpoint's client calls them.
+/// The builder's stop predicates, as the endpoint's client calls them.
 type StopFn = dyn Fn(&str) -> Option<usize> + Send;
-type AllowsFn = dyn Fn(&str, Option<&str>) -> bool + Send;
+type UnfinishedFn = dyn Fn(&str) -> bool + Send;
 
-/// Candidates asked for where the server's pick is refused: the most likely allowed token is
-/// almost always among them (the model thread looks at all of them).
+/// Candidates asked for where the server's pick is an end the text may not have: all but the
+/// few end tokens, so the best other one is among them.
 const CANDIDATES: usize = 256;
 
 /// What a constrained answer has so far, over the requests that make it.

@@ -106,19 +106,6 @@ impl StopRule {
         matches!(self.mode, Mode::MultiLine { .. }) && text.strip_prefix(self.lead.as_str()).is_some_and(|rest| open_brackets(rest) > 0)
     }
 
-    /// Whether the generation may go on from `text` with `next` (a token's text; `None`: an end
-    /// token): any token, but no end while the text is [`StopRule::unfinished`].
-    ///
-    /// Measured and not kept: also refusing what strays from the lead while the text is still
-    /// in it (a blank line's answer must start with its line break and indentation, or it is
-    /// empty). On the cross-file eval it turned 3 more empty answers into lines, none of them
-    /// right (README, "Context quality"), and on `fixtures/context/python_method.py` it made the
-    /// prefix-only test model, which wanted to leave the block, write a method at a deeper
-    /// indentation instead of nothing.
-    pub fn allows(&self, text: &str, next: Option<&str>) -> bool {
-        next.is_some() || !self.unfinished(text)
-    }
-
     /// Returns `Some(len)` once `text` (the generation so far) is complete: keep `text[..len]`.
     pub fn check(&self, text: &str) -> Option<usize> {
         match text.strip_prefix(self.lead.as_str()) {
@@ -310,8 +297,6 @@ mod tests {
         assert!(!r.unfinished("\n    return x) or y"), "a closer of something before the text");
         // Mid-line, what follows the cursor may close it.
         assert!(!rule("x = foo(|)\n").unfinished("bar("));
-        assert!(!r.allows("\n    f(", None) && r.allows("\n    f()", None) && r.allows("\n    f(", Some("x")));
-        assert!(r.allows("", None) && r.allows("", Some("  if")), "the lead is the stop rule's: an answer without it is empty");
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl PromptPlan {
             stop: Box::new(move |text| stop.check(text)),
             stop_key,
             max_tokens: self.max_tokens,
-            allows: Box::new(move |text, next| open.allows(text, next)),
+            unfinished: Box::new(move |text| open.unfinished(text)),
         }
     }
 }
