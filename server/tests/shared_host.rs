@@ -119,8 +119,13 @@ fn cases() -> Vec<String> {
     ]
 }
 
-/// Opens every case (one document each) and asks each in `order`: (case, text, backend).
-fn ask(client: &mut StdioClient, window: &str, order: &[usize]) -> Vec<(usize, String, Option<String>)> {
+/// One request's answer: the case, the suggestion, where it was generated, and what the model
+/// saw and did (the prompt's tokens and the tokens generated: the stop rule ends the generation
+/// where in-process it would, not only the suggestion shown).
+type Answer = (usize, String, Option<String>, (Value, Value));
+
+/// Opens every case (one document each) and asks each in `order`.
+fn ask(client: &mut StdioClient, window: &str, order: &[usize]) -> Vec<Answer> {
     let texts = cases();
     order
         .iter()
@@ -131,27 +136,28 @@ fn ask(client: &mut StdioClient, window: &str, order: &[usize]) -> Vec<(usize, S
             let r = inline_completion(client, &uri, lines.len() as u32 - 1, lines.last().unwrap().len() as u32);
             let text = inline_text(&r);
             let last = client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap()["result"].clone();
-            (i, text, last["timings"]["backend"].as_str().map(str::to_owned))
+            let t = &last["timings"];
+            (i, text, t["backend"].as_str().map(str::to_owned), (last["prompt"].clone(), t["generated_tokens"].clone()))
         })
         .collect()
 }
 
-/// The in-process answers (no host), by case.
-fn in_process(sandbox: &Sandbox) -> Vec<String> {
+/// The in-process answers (no host), by case: the suggestion, the prompt and tokens generated.
+fn in_process(sandbox: &Sandbox) -> Vec<(String, (Value, Value))> {
     let mut client = sandbox.server(&settings(false), &[]);
     let order: Vec<usize> = (0..cases().len()).collect();
     let answers = ask(&mut client, "w", &order);
-    assert!(answers.iter().all(|(_, _, b)| b.is_none()), "in-process, no backend named: {answers:?}");
+    assert!(answers.iter().all(|(_, _, b, _)| b.is_none()), "in-process, no backend named: {answers:?}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
     assert!(sandbox.sockets().is_empty(), "an in-process server started a host");
-    answers.into_iter().map(|(_, t, _)| t).collect()
+    answers.into_iter().map(|(_, t, _, seen)| (t, seen)).collect()
 }
 
 #[test]
 fn three_windows_share_one_model_load_and_answer_as_in_process() {
     let sandbox = Sandbox::new("three");
     let expected = in_process(&sandbox);
-    assert!(expected.iter().filter(|t| !t.is_empty()).count() >= 2, "most cases get a suggestion: {expected:?}");
+    assert!(expected.iter().filter(|(t, _)| !t.is_empty()).count() >= 2, "most cases get a suggestion: {expected:?}");
     let n = cases().len();
     // Three windows start together (racing to start the host), then each asks every case in
     // its own order while the others ask theirs.
@@ -179,9 +185,11 @@ fn three_windows_share_one_model_load_and_answer_as_in_process() {
     both.wait();
     let answers: Vec<_> = windows.into_iter().map(|w| w.join().unwrap()).collect();
     for (w, window) in answers.iter().enumerate() {
-        for (i, text, backend) in window {
+        for (i, text, backend, seen) in window {
             assert_eq!(backend.as_deref(), Some("host"), "window {w}, case {i}: not answered by the host");
-            assert_eq!(text, &expected[*i], "window {w}, case {i}: the host's answer is not the in-process one");
+            assert_eq!(text, &expected[*i].0, "window {w}, case {i}: the host's answer is not the in-process one");
+            assert_eq!(seen.0, expected[*i].1 .0, "window {w}, case {i}: not the in-process prompt");
+            assert_eq!(seen.1, expected[*i].1 .1, "window {w}, case {i}: the generation did not stop where in-process it does");
         }
     }
     // One model load: one host, whose log says "model ready" once, with three windows.
@@ -224,19 +232,19 @@ fn a_host_killed_mid_request_is_survived_in_process_and_the_next_window_starts_a
     sandbox.wait_for_log("held at `host-job`", TIMEOUT);
     unsafe { libc::kill(pid, libc::SIGKILL) };
     let (mut client, answers) = asked.join().unwrap();
-    let (_, answer, backend) = &answers[0];
+    let (_, answer, backend, _) = &answers[0];
     let backend = backend.as_deref().unwrap_or("");
     assert!(backend.starts_with("local: ") && backend.contains("stopped mid-request"), "{backend}");
-    assert_eq!(answer, &expected[0], "the fallback's answer is the in-process one");
+    assert_eq!(answer, &expected[0].0, "the fallback's answer is the in-process one");
     // The window stays on its own model.
     let later = ask(&mut client, "w", &[1]);
     assert!(later[0].2.as_deref().is_some_and(|b| b.starts_with("local: ")), "{later:?}");
-    assert_eq!(later[0].1, expected[1]);
+    assert_eq!(later[0].1, expected[1].0);
     // The next window finds the dead host's socket and starts a new host.
     let mut next = sandbox.server(&settings(true), &[]);
     let again = ask(&mut next, "w", &[0]);
     assert_eq!(again[0].2.as_deref(), Some("host"), "{again:?}");
-    assert_eq!(again[0].1, expected[0]);
+    assert_eq!(again[0].1, expected[0].0);
     assert_ne!(sandbox.host_pid(), pid, "a new host");
     assert_eq!(sandbox.host_logs().matches("model ready").count(), 2);
     assert!(client.shutdown(TIMEOUT).unwrap().success());
