@@ -419,8 +419,8 @@ fn shared_host(config: &Config, checks: &mut Checks, facts: &mut serde_json::Map
                 format!(
                     "pid {}, {} ({}), {} window{} connected, {} resident, socket {place}",
                     h.pid,
-                    h.path.display(),
-                    h.format,
+                    h.model.path.display(),
+                    h.model.format,
                     h.windows,
                     if h.windows == 1 { "" } else { "s" },
                     mib(h.rss_bytes)

@@ -100,8 +100,8 @@ pub enum ModelStatus {
     Unloaded(ModelInfo),
 }
 
-/// What was loaded, for status reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What was loaded, for status reports (and the shared host's to its windows, less the plan).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelInfo {
     pub path: PathBuf,
     pub format: String,
@@ -114,6 +114,7 @@ pub struct ModelInfo {
     /// Layers offloaded to the GPU ("all", "none" or a count).
     pub gpu_layers: String,
     /// The memory plan that chose `n_ctx` (absent when the GGUF's dimensions were unreadable).
+    #[serde(skip_deserializing)]
     pub memory: Option<memory::Plan>,
     /// Set when the model was discovered rather than configured: which, and why.
     pub discovered: Option<String>,

@@ -52,16 +52,9 @@ pub(in crate::model) fn run(config: ModelConfig, sampling: Sampling, status: wat
     let info = &host.info;
     tracing::info!(pid = info.pid, windows = info.windows, "connected to the shared model host");
     status.send_replace(ModelStatus::Ready(ModelInfo {
-        path: info.path.clone(),
-        format: info.format.clone(),
-        n_ctx: info.n_ctx,
-        n_ctx_train: info.n_ctx_train,
-        threads: info.threads,
-        load_ms: info.load_ms,
-        backend: format!("shared host (pid {}): {}", info.pid, info.backend),
-        gpu_layers: info.gpu_layers.clone(),
-        memory: None,
+        backend: format!("shared host (pid {}): {}", info.pid, info.model.backend),
         discovered: config.discovered.clone(),
+        ..info.model.clone()
     }));
     let mut window = Window { host: Some(host), vocab, gone: None, next: 0 };
     while let Ok(job) = jobs.recv() {
@@ -147,7 +140,7 @@ impl Window {
             return Ok(Err(GenerateError::Cancelled));
         }
         let start = Instant::now();
-        let n_ctx = self.host.as_ref().map_or(0, |h| h.info.n_ctx as usize);
+        let n_ctx = self.host.as_ref().map_or(0, |h| h.info.model.n_ctx as usize);
         let v = &self.vocab;
         let facts = VocabFacts { fim: v.info.format.clone(), bos: v.info.bos, n_ctx, file_sep: v.info.file_sep };
         let Prompt { tokens, stop, stop_key, max_tokens } = build(&v.tokenizer(), &facts);

@@ -168,17 +168,9 @@ fn send(writer: &Writer, frame: &FromHost) -> std::io::Result<()> {
 
 impl Host {
     fn describe(&self) -> HostInfo {
-        let i = &self.info;
         HostInfo {
             pid: std::process::id(),
-            path: i.path.clone(),
-            format: i.format.clone(),
-            n_ctx: i.n_ctx,
-            n_ctx_train: i.n_ctx_train,
-            threads: i.threads,
-            load_ms: i.load_ms,
-            backend: i.backend.clone(),
-            gpu_layers: i.gpu_layers.clone(),
+            model: self.info.clone(),
             windows: self.windows.load(Ordering::SeqCst),
             rss_bytes: super::rss_bytes(),
         }

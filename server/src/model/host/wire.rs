@@ -9,12 +9,11 @@
 //! [`FromHost::Done`]. [`ToHost::Cancel`] (the next key) makes the job end as cancelled.
 
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{GenerateError, Timings, Token};
+use crate::model::{GenerateError, ModelInfo, Timings, Token};
 
 /// Bumped whenever a frame changes: part of the host's key, so a window never talks to a host
 /// of another protocol.
@@ -48,14 +47,8 @@ pub enum FromHost {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostInfo {
     pub pid: u32,
-    pub path: PathBuf,
-    pub format: String,
-    pub n_ctx: u32,
-    pub n_ctx_train: u32,
-    pub threads: u32,
-    pub load_ms: f64,
-    pub backend: String,
-    pub gpu_layers: String,
+    /// The model as the host loaded it (its memory plan stays with the host).
+    pub model: ModelInfo,
     /// Windows connected now (this one included, at `Hello`).
     pub windows: usize,
     /// The host's resident memory (VmRSS), 0 where unknown.
