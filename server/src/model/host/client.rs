@@ -91,6 +91,15 @@ struct Host {
     frames: mpsc::Receiver<FromHost>,
 }
 
+impl Drop for Host {
+    /// Ends the connection for both ends at once (the reader thread holds a clone of the socket,
+    /// which would keep it open): the host sees the window leave when its model thread ends, on
+    /// a settings change as when the server exits.
+    fn drop(&mut self) {
+        let _ = self.writer.shutdown(std::net::Shutdown::Both);
+    }
+}
+
 impl Host {
     fn send(&mut self, frame: &ToHost) -> Result<(), String> {
         wire::write(&mut self.writer, frame).map_err(|e| format!("the shared host cannot be written to ({e})"))
@@ -274,7 +283,7 @@ fn connect(socket: &Path, hello: ToHost) -> Result<Option<Host>, String> {
 /// What `ghostline doctor` says of the host of `spec`: its facts, none, or why it is refused.
 pub fn status(spec: &Spec) -> Result<Option<HostInfo>, String> {
     let place = Place::of(spec)?;
-    Ok(connect(&place.socket, ToHost::Status)?.map(|h| h.info))
+    Ok(connect(&place.socket, ToHost::Status)?.map(|h| h.info.clone()))
 }
 
 /// Starts `ghostline host` detached (its own session, no stdin/stdout, stderr to its log);
