@@ -96,7 +96,9 @@ impl Drop for Sandbox {
 
 fn settings(shared: bool) -> Value {
     json!({
-        "model": {"path": model(), "threads": 1, "shared": shared, "keepAlive": 1},
+        // No `keepAlive`: it would unload the in-process models between requests too; the host
+        // lingers its default 30 s, and the sandbox ends it.
+        "model": {"path": model(), "threads": 1, "shared": shared},
         "completion": {"typedAhead": false, "generateAhead": false},
         "stats": {"enabled": false}
     })
@@ -182,6 +184,7 @@ fn three_windows_share_one_model_load_and_answer_as_in_process() {
     both.wait();
     both.wait();
     let doctor = doctor(&sandbox);
+    assert_eq!(sandbox.sockets().len(), 1, "one host socket");
     both.wait();
     let answers: Vec<_> = windows.into_iter().map(|w| w.join().unwrap()).collect();
     for (w, window) in answers.iter().enumerate() {
@@ -193,7 +196,6 @@ fn three_windows_share_one_model_load_and_answer_as_in_process() {
         }
     }
     // One model load: one host, whose log says "model ready" once, with three windows.
-    assert_eq!(sandbox.sockets().len(), 1, "one host socket");
     let logs = sandbox.host_logs();
     assert_eq!(logs.matches("model ready").count(), 1, "one model load:\n{logs}");
     assert!(logs.contains("windows=3"), "three windows connected at once:\n{logs}");

@@ -241,6 +241,9 @@ fn connect_or_start(spec: &Spec) -> Result<Host, String> {
 /// dropped at once), or the host did not answer.
 fn connect(socket: &Path, hello: ToHost) -> Result<Option<Host>, String> {
     if let Some(dir) = socket.parent() {
+        if std::fs::symlink_metadata(dir).is_err() {
+            return Ok(None); // no folder yet: no host has run
+        }
         super::check_dir(dir).map_err(|e| format!("refused the socket's folder: {e}"))?;
     }
     match std::fs::symlink_metadata(socket) {
