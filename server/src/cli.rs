@@ -126,6 +126,14 @@ enum Command {
         #[arg(long)]
         db: Option<PathBuf>,
     },
+    /// The shared model host (`model.shared`), started by the first language server that finds
+    /// none: not for people to run.
+    #[command(hide = true)]
+    Host {
+        /// The host's spec as JSON (`model::host::Spec`).
+        #[arg(long)]
+        spec: String,
+    },
     /// Drive the real language server over stdio through a scripted typing session and print
     /// each suggestion with its latency.
     Demo {
@@ -534,6 +542,13 @@ pub fn main() -> ExitCode {
                 crate::doctor::print_models(&candidates, &roots);
             }
             ExitCode::SUCCESS
+        }
+        #[cfg(unix)]
+        Command::Host { spec } => crate::model::host::serve::main(&spec),
+        #[cfg(not(unix))]
+        Command::Host { .. } => {
+            eprintln!("ghostline host: no shared host on this system");
+            ExitCode::FAILURE
         }
         Command::Demo { model, script } => match crate::demo::run(model, script) {
             Ok(()) => ExitCode::SUCCESS,

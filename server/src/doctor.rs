@@ -389,6 +389,7 @@ pub fn run(opts: &DoctorOptions) -> Report {
         },
     );
     facts.insert("offline".into(), json!(config.offline));
+    shared_host(&config, &mut checks, &mut facts);
     match crate::stats::report::doctor_line(&config.stats) {
         crate::stats::report::Health::Ok(detail) => checks.ok("stats", detail),
         crate::stats::report::Health::Warn { detail, fix } => checks.warn("stats", detail, fix),
@@ -397,6 +398,49 @@ pub fn run(opts: &DoctorOptions) -> Report {
 
     let ok = !checks.0.iter().any(|c| c.level == Level::Fail);
     Report { ok, checks: checks.0, facts: Value::Object(facts) }
+}
+
+/// `model.shared`: the host of this model and these settings — its pid, model, windows and
+/// memory — or that none runs, or why its socket is refused.
+fn shared_host(config: &Config, checks: &mut Checks, facts: &mut serde_json::Map<String, serde_json::Value>) {
+    if !config.model.shared || config.model.endpoint.is_some() {
+        let why = if config.model.endpoint.is_some() { "off: completions go to model.endpoint" } else { "off: each editor window loads its own model" };
+        checks.ok("shared host", why);
+        return;
+    }
+    let Some(spec) = crate::model::host::Spec::of(&config.model, Sampling::from(&config.completion)) else {
+        return checks.ok("shared host", "no model to share");
+    };
+    let place = crate::model::host::Place::of(&spec).map(|p| p.socket.display().to_string()).unwrap_or_default();
+    match host_status(&spec) {
+        Ok(Some(h)) => {
+            checks.ok(
+                "shared host",
+                format!(
+                    "pid {}, {} ({}), {} window{} connected, {} resident, socket {place}",
+                    h.pid,
+                    h.model.path.display(),
+                    h.model.format,
+                    h.windows,
+                    if h.windows == 1 { "" } else { "s" },
+                    mib(h.rss_bytes)
+                ),
+            );
+            facts.insert("shared_host".into(), json!(h));
+        }
+        Ok(None) => checks.ok("shared host", format!("none running for this model and these settings (the first editor window starts one at {place})")),
+        Err(e) => checks.warn("shared host", e, "remove the socket (and check who made it): windows load their own model meanwhile"),
+    }
+}
+
+#[cfg(unix)]
+fn host_status(spec: &crate::model::host::Spec) -> Result<Option<crate::model::host::wire::HostInfo>, String> {
+    crate::model::host::client_status(spec)
+}
+
+#[cfg(not(unix))]
+fn host_status(_: &crate::model::host::Spec) -> Result<Option<crate::model::host::wire::HostInfo>, String> {
+    Ok(None)
 }
 
 fn load(config: &Config) -> Result<crate::model::ModelInfo, String> {

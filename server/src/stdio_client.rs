@@ -78,6 +78,10 @@ impl StdioClient {
     pub fn spawn(program: &Path, args: &[&str], envs: &[(&str, &str)], stderr: Stdio) -> std::io::Result<Self> {
         let mut command = Command::new(program);
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr);
+        // The servers started here (tests, `bench`, `demo`) load their own model unless the
+        // caller asks for the shared host: they must neither start one that outlives them nor
+        // reach a host of the user's.
+        command.env(crate::config::SHARED_ENV, "off");
         for (k, v) in envs {
             command.env(k, v);
         }

@@ -24,8 +24,10 @@ use crate::config::ModelConfig;
 mod chat;
 mod complete;
 mod states;
+mod windows;
 
 use states::{common_prefix, Saved, SavedStates};
+pub(super) use windows::{serve_windows, HostWork};
 
 /// Prompt tokens a new prompt must drop from the context before the context's state is saved
 /// (see `states`), and the tokens a saved state must add to what the context still holds before
@@ -163,28 +165,29 @@ enum Served {
     Idle(ModelInfo),
 }
 
-/// Loads the model (planning its memory first), reports it ready, serves `pending` and then
-/// queued jobs until the channel closes or `keepAlive` passes without a job.
-fn load_and_serve(
-    path: &std::path::Path,
-    config: &ModelConfig,
-    sampling: Sampling,
-    status: &watch::Sender<ModelStatus>,
-    jobs: &mpsc::Receiver<Job>,
-    pending: Option<Job>,
-) -> Served {
-    let started = Instant::now();
-    status.send_replace(ModelStatus::Loading { progress: 0.0 });
-    let gpu_layers = super::backend::gpu_layers(config.gpu_layers);
-    let plan = match plan_memory(path, config) {
-        Ok(plan) => plan,
-        Err(message) => return Served::Failed(message),
-    };
-    let mut sized = config.clone();
-    if let Some(plan) = &plan {
-        sized.context_size = plan.n_ctx;
-    }
-    let loaded = backend().and_then(|backend| {
+/// A model loaded, with the memory plan that sized its context.
+struct Loaded {
+    backend: &'static LlamaBackend,
+    model: LlamaModel,
+    plan: Option<super::memory::Plan>,
+    /// The configuration with `context_size` as the plan chose it.
+    sized: ModelConfig,
+    gpu_layers: u32,
+    started: Instant,
+}
+
+impl Loaded {
+    /// Plans the memory and loads the weights, reporting progress on `status`.
+    fn load(path: &std::path::Path, config: &ModelConfig, status: &watch::Sender<ModelStatus>) -> Result<Loaded, String> {
+        let started = Instant::now();
+        status.send_replace(ModelStatus::Loading { progress: 0.0 });
+        let gpu_layers = super::backend::gpu_layers(config.gpu_layers);
+        let plan = plan_memory(path, config)?;
+        let mut sized = config.clone();
+        if let Some(plan) = &plan {
+            sized.context_size = plan.n_ctx;
+        }
+        let backend = backend()?;
         check_model_file(path)?;
         tracing::info!(backend = super::backend::name(), gpu_layers = %super::backend::describe_layers(gpu_layers), "llama.cpp backend");
         let progress = status.clone();
@@ -195,31 +198,60 @@ fn load_and_serve(
         let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
             format!("llama.cpp could not load the model file {}: the file is truncated, corrupt or of an unsupported architecture ({e})", path.display())
         })?;
-        Ok((backend, model))
-    });
-    let (backend, model) = match loaded {
-        Ok(v) => v,
+        Ok(Loaded { backend, model, plan, sized, gpu_layers, started })
+    }
+
+    /// Host memory left for saved KV states once the model and `contexts` contexts are counted.
+    fn saved_bytes(&self, contexts: usize) -> usize {
+        let Some(p) = &self.plan else { return states::MAX_BYTES };
+        let context = p.total_bytes.saturating_sub(p.weights_bytes);
+        let left = p.budget_bytes.saturating_sub(p.weights_bytes + context * contexts as u64);
+        (left / contexts.max(1) as u64) as usize
+    }
+
+    /// A context (and its worker) for this model.
+    fn worker(&self, path: &std::path::Path, sampling: Sampling, saved_bytes: usize) -> Result<Worker<'_>, String> {
+        tracing::debug!(mib = saved_bytes.min(states::MAX_BYTES) >> 20, "KV states saved in host memory, at most");
+        Worker::new(self.backend, &self.model, path, &self.sized, sampling, saved_bytes)
+    }
+
+    /// What was loaded, for status reports (`n_ctx` and the format from a worker's context).
+    fn info(&self, path: &std::path::Path, config: &ModelConfig, worker: &Worker<'_>) -> ModelInfo {
+        ModelInfo {
+            path: path.to_path_buf(),
+            format: worker.format.to_string(),
+            n_ctx: worker.ctx.n_ctx(),
+            n_ctx_train: self.model.n_ctx_train(),
+            threads: config.threads,
+            load_ms: self.started.elapsed().as_secs_f64() * 1e3,
+            backend: super::backend::name().into(),
+            gpu_layers: super::backend::describe_layers(self.gpu_layers),
+            memory: self.plan.clone(),
+            discovered: config.discovered.clone(),
+        }
+    }
+}
+
+/// Loads the model (planning its memory first), reports it ready, serves `pending` and then
+/// queued jobs until the channel closes or `keepAlive` passes without a job.
+fn load_and_serve(
+    path: &std::path::Path,
+    config: &ModelConfig,
+    sampling: Sampling,
+    status: &watch::Sender<ModelStatus>,
+    jobs: &mpsc::Receiver<Job>,
+    pending: Option<Job>,
+) -> Served {
+    let loaded = match Loaded::load(path, config, status) {
+        Ok(l) => l,
         Err(message) => return Served::Failed(message),
     };
     // Saved KV states live in host memory: what the budget leaves after the model and context.
-    let saved_bytes = plan.as_ref().map_or(states::MAX_BYTES, |p| p.budget_bytes.saturating_sub(p.total_bytes) as usize);
-    tracing::debug!(mib = saved_bytes.min(states::MAX_BYTES) >> 20, "KV states saved in host memory, at most");
-    let mut worker = match Worker::new(backend, &model, path, &sized, sampling, saved_bytes) {
+    let mut worker = match loaded.worker(path, sampling, loaded.saved_bytes(1)) {
         Ok(w) => w,
         Err(message) => return Served::Failed(message),
     };
-    let info = ModelInfo {
-        path: path.to_path_buf(),
-        format: worker.format.to_string(),
-        n_ctx: worker.ctx.n_ctx(),
-        n_ctx_train: model.n_ctx_train(),
-        threads: config.threads,
-        load_ms: started.elapsed().as_secs_f64() * 1e3,
-        backend: super::backend::name().into(),
-        gpu_layers: super::backend::describe_layers(gpu_layers),
-        memory: plan,
-        discovered: config.discovered.clone(),
-    };
+    let info = loaded.info(path, config, &worker);
     tracing::info!(path = %path.display(), format = %info.format, n_ctx = info.n_ctx, threads = info.threads, load_ms = info.load_ms, "model ready");
     status.send_replace(ModelStatus::Ready(info.clone()));
 
@@ -240,20 +272,30 @@ fn load_and_serve(
             },
         };
         crate::fault::point("thread");
-        worker.choose_threads();
-        // A panic in one job is contained here: the job fails, the KV cache is cleared (its
-        // state is unknown), and the thread serves the next job.
+        worker.serve(job);
+    }
+    // Idle for keepAlive: free the context, then the model.
+    drop(worker);
+    drop(loaded);
+    Served::Idle(info)
+}
+
+impl Worker<'_> {
+    /// Runs one job and answers it. A panic in the job is contained here: the job fails, the
+    /// KV cache is cleared (its state is unknown), and the thread serves the next job.
+    fn serve(&mut self, job: Job) {
+        self.choose_threads();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             crate::fault::point("job");
             match &job {
                 Job::Complete { request, .. } if request.cancel.is_cancelled() => Err(GenerateError::Cancelled),
-                Job::Complete { request, .. } => worker.generate(request),
+                Job::Complete { request, .. } => self.generate(request),
                 Job::Chat { request, .. } if request.cancel.is_cancelled() => Err(GenerateError::Cancelled),
-                Job::Chat { request, .. } => worker.chat(request),
+                Job::Chat { request, .. } => self.chat(request),
             }
         }))
         .unwrap_or_else(|_| {
-            worker.forget_cache();
+            self.forget_cache();
             let why = crate::fault::last_panic().unwrap_or_default();
             Err(GenerateError::Failed(format!("internal error in the model thread ({why}); recovered")))
         });
@@ -264,10 +306,6 @@ fn load_and_serve(
         }
         job.reply(result);
     }
-    // Idle for keepAlive: free the context, then the model.
-    drop(worker);
-    drop(model);
-    Served::Idle(info)
 }
 
 /// Waits for the next job that is not already cancelled (a cancelled one needs no model);

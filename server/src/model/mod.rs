@@ -14,8 +14,10 @@
 pub mod backend;
 mod cache;
 pub mod discover;
+mod far;
 pub mod fim;
 pub mod gguf;
+pub mod host;
 mod llama;
 pub mod memory;
 mod remote;
@@ -98,8 +100,8 @@ pub enum ModelStatus {
     Unloaded(ModelInfo),
 }
 
-/// What was loaded, for status reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What was loaded, for status reports (and the shared host's to its windows, less the plan).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelInfo {
     pub path: PathBuf,
     pub format: String,
@@ -112,6 +114,7 @@ pub struct ModelInfo {
     /// Layers offloaded to the GPU ("all", "none" or a count).
     pub gpu_layers: String,
     /// The memory plan that chose `n_ctx` (absent when the GGUF's dimensions were unreadable).
+    #[serde(skip_deserializing)]
     pub memory: Option<memory::Plan>,
     /// Set when the model was discovered rather than configured: which, and why.
     pub discovered: Option<String>,
@@ -231,9 +234,10 @@ pub struct Timings {
     /// generation made ahead for this prompt (the figures above are then that generation's), or
     /// by typed-ahead reuse (the user typed the start of the previous suggestion).
     pub cache: Option<CacheHit>,
-    /// Where it was generated when `model.endpoint` is set (`None` otherwise): `"endpoint"`, or
-    /// `"local: …"` / `"none: …"` with the reason the endpoint was not used (a file it may not
-    /// see, offline mode, the endpoint unreachable).
+    /// Where it was generated when `model.endpoint` or `model.shared` is set (`None` otherwise):
+    /// `"endpoint"`, `"host"` (the shared model host), or `"local: …"` / `"none: …"` with the
+    /// reason the endpoint or host was not used (a file the endpoint may not see, offline mode,
+    /// the endpoint unreachable, the host refused or gone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
     /// The prompt's token ids, for `ghostline bench` (`ghostline/lastTimings`), which replays
@@ -264,7 +268,7 @@ pub struct Generation {
     pub timings: Timings,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum GenerateError {
     Cancelled,
     /// No model: not configured, failed to load, or the model thread is gone.
@@ -346,20 +350,29 @@ pub struct ModelHandle {
 }
 
 impl ModelHandle {
-    /// Starts the model thread, which loads the model in the background. Requests sent while it
-    /// loads wait for it; if loading fails they are answered with `Unavailable`.
+    /// Starts the model thread, which loads the model in the background, in this process
+    /// (`model.shared` aside: the doctor's load check, `complete`, `eval`, the benchmarks).
+    /// Requests sent while it loads wait for it; if loading fails they are answered with
+    /// `Unavailable`.
     pub fn spawn(config: &ModelConfig, sampling: Sampling) -> ModelHandle {
-        Self::spawn_after(config, sampling, None)
+        Self::start(config, sampling, None, false)
     }
 
-    /// Like [`ModelHandle::spawn`], but the new thread loads only once the thread behind
-    /// `previous` has ended, so that two models are never resident together.
+    /// The language server's model: like [`ModelHandle::spawn`], but the new thread loads only
+    /// once the thread behind `previous` has ended, so that two models are never resident
+    /// together; and with `model.shared`, its jobs go to the user's model host (`host`).
     pub fn spawn_after(config: &ModelConfig, sampling: Sampling, previous: Option<Residency>) -> ModelHandle {
+        Self::start(config, sampling, previous, config.shared)
+    }
+
+    fn start(config: &ModelConfig, sampling: Sampling, previous: Option<Residency>, shared: bool) -> ModelHandle {
         let residency = Residency::new();
-        // With an endpoint, the thread is its client (`remote.rs`); else it runs the GGUF.
-        let path = match (&config.endpoint, config.path.clone()) {
-            (Some(_), _) => None,
-            (None, Some(path)) => Some(path),
+        // With an endpoint, the thread is its client (`remote.rs`); with the shared host, the
+        // host's (`host/client.rs`); else it runs the GGUF.
+        let (path, run): (_, &str) = match (&config.endpoint, config.path.clone()) {
+            (Some(_), _) => (None, "ghostline-remote"),
+            (None, Some(path)) if shared => (Some(path), "ghostline-host-client"),
+            (None, Some(path)) => (Some(path), "ghostline-model"),
             (None, None) => {
                 let (_tx, status) = watch::channel(ModelStatus::NotConfigured);
                 drop(residency.guard()); // no thread, nothing resident
@@ -370,7 +383,7 @@ impl ModelHandle {
         let (jobs, rx) = mpsc::channel::<Job>();
         let config = config.clone();
         let thread = std::thread::Builder::new()
-            .name(if path.is_some() { "ghostline-model" } else { "ghostline-remote" }.into())
+            .name(run.into())
             .spawn({
                 let guard = residency.guard();
                 move || {
@@ -379,6 +392,7 @@ impl ModelHandle {
                         previous.wait_gone();
                     }
                     match path {
+                        Some(_) if shared => host::client::run(config, sampling, status_tx, rx),
                         Some(path) => llama::run(path, config, sampling, status_tx, rx),
                         None => remote::run(config, sampling, status_tx, rx),
                     }

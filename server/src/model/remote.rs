@@ -19,11 +19,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use super::cache::Lru;
+use super::far::Fallback;
 use super::llama::{valid_utf8_prefix, VocabOnly};
-use super::{CancelFlag, GenerateError, GenerateRequest, Generation, Job, ModelHandle, ModelInfo, ModelStatus, Prompt, Reply, Sampling, Timings, Token, Tokenize, VocabFacts};
+use super::{CancelFlag, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Prompt, Reply, Sampling, Timings, Token, Tokenize, VocabFacts};
 use crate::config::{EndpointApi, EndpointConfig, ModelConfig};
 
 /// How long connecting to the endpoint may take before the job falls back.
@@ -80,9 +81,8 @@ pub(super) fn run(config: ModelConfig, sampling: Sampling, status: watch::Sender
         vocab,
         server_vocab: None,
         n_ctx: None,
-        sampling,
         config: config.clone(),
-        local: None,
+        fallback: Fallback::new(&config, sampling),
         down: None,
         suggestions: Lru::new(256),
     };
@@ -143,10 +143,9 @@ struct Remote {
     /// The context the prompts are fitted to: the server's slot context (asked once), at most
     /// `model.contextSize`.
     n_ctx: Option<usize>,
-    sampling: Sampling,
     config: ModelConfig,
     /// The local model thread fallen back on, started on first need.
-    local: Option<ModelHandle>,
+    fallback: Fallback,
     /// The endpoint could not be reached: until when it is not tried, and why.
     down: Option<(Instant, String)>,
     /// Generated text by prompt, as the model thread's suggestion cache.
@@ -210,40 +209,7 @@ impl Remote {
     /// and a GGUF allow it, with `why` in its timings; else answers it with no suggestion and
     /// `why`.
     fn run_locally(&mut self, job: Job, why: String) {
-        let fallback = self.endpoint.local_fallback && self.config.path.is_some();
-        if !fallback {
-            tracing::info!("no suggestion: {why}");
-            let timings = Timings { backend: Some(format!("none: {why}")), ..Timings::default() };
-            match job {
-                Job::Complete { reply, .. } => {
-                    let _ = reply.send(Ok(Generation { text: String::new(), timings }));
-                }
-                Job::Chat { reply, .. } => {
-                    let _ = reply.send(Err(GenerateError::Unavailable(format!("{why}, and `model.localFallback` is off or no `model.path` is set"))));
-                }
-            }
-            return;
-        }
-        let handle = self.local.get_or_insert_with(|| {
-            tracing::info!("starting the local model to fall back on: {why}");
-            let mut config = self.config.clone();
-            config.endpoint = None;
-            ModelHandle::spawn(&config, self.sampling)
-        });
-        tracing::debug!("generating locally: {why}");
-        let (tx, rx) = oneshot::channel();
-        let (forwarded, reply) = match job {
-            Job::Complete { request, reply, .. } => (Job::Complete { request, reply: tx, local: None }, reply),
-            Job::Chat { request, reply } => (Job::Chat { request, reply: tx }, reply),
-        };
-        let result = match handle.jobs.as_ref().map(|jobs| jobs.send(forwarded)) {
-            Some(Ok(())) => rx.blocking_recv().unwrap_or_else(|_| Err(GenerateError::Unavailable(super::THREAD_STOPPED.into()))),
-            _ => Err(GenerateError::Unavailable(super::THREAD_STOPPED.into())),
-        };
-        let _ = reply.send(result.map(|mut g| {
-            g.timings.backend = Some(format!("local: {why}"));
-            g
-        }));
+        self.fallback.run(job, why, self.endpoint.local_fallback);
     }
 
     /// The context prompts are fitted to: the server's (asked once), at most `model.contextSize`
