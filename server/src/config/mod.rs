@@ -95,7 +95,8 @@ pub struct ModelOptions {
     /// endpoint, or the endpoint cannot be reached (default on).
     pub local_fallback: Option<bool>,
     /// One resident model for this user's editor windows (`model/host/`): default on for Unix
-    /// (unless `GHOSTLINE_SHARED` is `0`/`off`), not available elsewhere.
+    /// when the model's layers go to a GPU (unless `GHOSTLINE_SHARED` is `0`/`off`), off on
+    /// the CPU; not available elsewhere.
     pub shared: Option<bool>,
 }
 
@@ -141,7 +142,8 @@ impl<'de> Deserialize<'de> for KeepAlive {
 /// their own model unless a test asks for the host, and never reach a host of the user's.
 pub const SHARED_ENV: &str = "GHOSTLINE_SHARED";
 
-/// `model.shared` when the settings do not say: on, unless [`SHARED_ENV`] turns it off.
+/// `model.shared` when the settings do not say and layers go to a GPU: on, unless
+/// [`SHARED_ENV`] turns it off.
 fn shared_by_default() -> bool {
     !matches!(std::env::var(SHARED_ENV).map(|v| v.trim().to_ascii_lowercase()).as_deref(), Ok("0" | "off" | "false" | "no"))
 }
@@ -702,7 +704,10 @@ impl Options {
                 adaptive_threads: m.adaptive_threads.unwrap_or(true),
                 draft: m.draft,
                 discovered: None,
-                shared: cfg!(unix) && m.shared.unwrap_or_else(shared_by_default),
+                // On by default only where the weights go to a GPU: on the CPU the OS already
+                // shares the mapped weights between windows' processes, and one host serves
+                // one job at a time (README, "One model for every window").
+                shared: cfg!(unix) && m.shared.unwrap_or_else(|| shared_by_default() && crate::model::backend::gpu_layers(m.gpu_layers) > 0),
                 endpoint: m.endpoint.as_deref().map(str::trim).filter(|e| !e.is_empty()).and_then(|url| {
                     let loopback = endpoint_loopback(url).ok()?;
                     Some(EndpointConfig {

@@ -129,7 +129,7 @@ impl Window {
             Job::Complete { request, .. } => self.complete(&request.prompt, &request.cancel),
             Job::Chat { request, .. } => {
                 let frame = |id| ToHost::Chat { id, messages: request.messages.clone(), max_tokens: request.max_tokens };
-                self.exchange(frame, &*request.stop, &request.cancel).map(|r| r.map(|(text, timings)| Generation { text, timings }))
+                self.exchange(frame, &*request.stop, None, &request.cancel).map(|r| r.map(|(text, timings)| Generation { text, timings }))
             }
         };
         match answered {
@@ -152,13 +152,13 @@ impl Window {
         let n_ctx = self.host.as_ref().map_or(0, |h| h.info.model.n_ctx as usize);
         let v = &self.vocab;
         let facts = VocabFacts { fim: v.info.format.clone(), bos: v.info.bos, n_ctx, file_sep: v.info.file_sep };
-        let Prompt { tokens, stop, stop_key, max_tokens } = build(&v.tokenizer(), &facts);
+        let Prompt { tokens, stop, stop_key, max_tokens, unfinished } = build(&v.tokenizer(), &facts);
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
         if tokens.is_empty() {
             return Ok(Ok(Generation { text: String::new(), timings: Timings { backend: Some("host".into()), ..Timings::default() } }));
         }
-        let frame = |id| ToHost::Complete { id, tokens: tokens.clone(), stop_key, max_tokens };
-        let answer = self.exchange(frame, &*stop, cancel)?;
+        let frame = |id| ToHost::Complete { id, tokens: tokens.clone(), stop_key, max_tokens, unfinished: unfinished("") };
+        let answer = self.exchange(frame, &*stop, Some(&*unfinished), cancel)?;
         Ok(answer.map(|(text, mut timings)| {
             timings.build_ms += build_ms;
             timings.ttft_ms += build_ms;
@@ -168,9 +168,9 @@ impl Window {
         }))
     }
 
-    /// Sends a job, answers each piece with `stop`'s verdict on the text so far, sends a cancel
-    /// when the flag is set, and returns the host's answer.
-    fn exchange(&mut self, frame: impl Fn(u64) -> ToHost, stop: &dyn Fn(&str) -> Option<usize>, cancel: &CancelFlag) -> Result<Result<(String, Timings), GenerateError>, HostError> {
+    /// Sends a job, answers each piece with `stop`'s (and `unfinished`'s) verdict on the text so
+    /// far, sends a cancel when the flag is set, and returns the host's answer.
+    fn exchange(&mut self, frame: impl Fn(u64) -> ToHost, stop: &dyn Fn(&str) -> Option<usize>, unfinished: Option<&(dyn Fn(&str) -> bool + Send)>, cancel: &CancelFlag) -> Result<Result<(String, Timings), GenerateError>, HostError> {
         self.next += 1;
         let id = self.next;
         let host = self.host.as_mut().ok_or_else(|| HostError::Gone("no shared host".into()))?;
@@ -187,7 +187,8 @@ impl Window {
                     text.push_str(&piece);
                     cancel.add_generated();
                     if !cancelled {
-                        host.send(&ToHost::Verdict { id, stop: stop(&text) }).map_err(HostError::Gone)?;
+                        let verdict = ToHost::Verdict { id, stop: stop(&text), unfinished: unfinished.is_some_and(|u| u(&text)) };
+                        host.send(&verdict).map_err(HostError::Gone)?;
                     }
                 }
                 Ok(FromHost::Done { id: of, result }) if of == id => {

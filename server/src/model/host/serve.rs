@@ -157,7 +157,7 @@ struct Host {
 /// A job of a connection: its cancel flag and where the window's verdicts go.
 struct Running {
     cancel: CancelFlag,
-    verdicts: mpsc::Sender<Option<usize>>,
+    verdicts: mpsc::Sender<(Option<usize>, bool)>,
 }
 
 type Writer = Arc<Mutex<UnixStream>>;
@@ -207,12 +207,16 @@ impl Host {
                 ToHost::Status => {
                     let _ = send(&writer, &FromHost::Ready(self.describe()));
                 }
-                ToHost::Complete { id, tokens, stop_key, max_tokens } => {
+                ToHost::Complete { id, tokens, stop_key, max_tokens, unfinished } => {
                     let (cancel, stop) = self.start_job(id, &writer, &running);
+                    stop.unfinished.store(unfinished, Ordering::SeqCst);
                     let request = GenerateRequest {
                         prompt: Box::new(move |_: &dyn Tokenize, _: &VocabFacts| {
-                            let stop = Arc::clone(&stop);
-                            Prompt { tokens: tokens.clone(), stop: Box::new(move |text| stop.check(text)), stop_key, max_tokens }
+                            let (ask, open) = (Arc::clone(&stop), Arc::clone(&stop));
+                            // The model thread asks before each token, of the text the last
+                            // verdict was about: the window's answer came with it.
+                            let unfinished = Box::new(move |_: &str| open.unfinished.load(Ordering::SeqCst));
+                            Prompt { tokens: tokens.clone(), stop: Box::new(move |text| ask.check(text)), stop_key, max_tokens, unfinished }
                         }),
                         cancel,
                     };
@@ -223,9 +227,9 @@ impl Host {
                     let request = ChatRequest { messages, max_tokens, stop: Arc::new(move |text: &str| stop.check(text)), cancel };
                     self.run_job(window, id, &writer, &running, |reply| Job::Chat { request, reply });
                 }
-                ToHost::Verdict { id, stop } => {
+                ToHost::Verdict { id, stop, unfinished } => {
                     if let Some(job) = running.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
-                        let _ = job.verdicts.send(stop);
+                        let _ = job.verdicts.send((stop, unfinished));
                     }
                 }
                 ToHost::Cancel { id } => {
@@ -253,7 +257,7 @@ impl Host {
         let cancel = CancelFlag::new();
         let (verdicts, answers) = mpsc::channel();
         running.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Running { cancel: cancel.clone(), verdicts });
-        let ask = AskWindow { id, writer: Arc::clone(writer), answers: Mutex::new(answers), sent: AtomicUsize::new(0), cancel: cancel.clone() };
+        let ask = AskWindow { id, writer: Arc::clone(writer), answers: Mutex::new(answers), sent: AtomicUsize::new(0), unfinished: Default::default(), cancel: cancel.clone() };
         (cancel, Arc::new(ask))
     }
 
@@ -278,9 +282,11 @@ impl Host {
 struct AskWindow {
     id: u64,
     writer: Writer,
-    answers: Mutex<mpsc::Receiver<Option<usize>>>,
+    answers: Mutex<mpsc::Receiver<(Option<usize>, bool)>>,
     /// Bytes of the text already sent.
     sent: AtomicUsize,
+    /// The window's last word on whether the text may end where it is.
+    unfinished: std::sync::atomic::AtomicBool,
     cancel: CancelFlag,
 }
 
@@ -298,7 +304,10 @@ impl AskWindow {
             return None;
         }
         match self.answers.lock().unwrap_or_else(|e| e.into_inner()).recv_timeout(VERDICT_TIMEOUT) {
-            Ok(verdict) => verdict,
+            Ok((verdict, unfinished)) => {
+                self.unfinished.store(unfinished, Ordering::SeqCst);
+                verdict
+            }
             Err(_) => {
                 self.cancel.cancel();
                 None
