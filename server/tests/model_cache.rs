@@ -21,6 +21,16 @@ fn engine() -> Engine {
     Engine::new(ModelHandle::spawn(&config.model, Sampling::from(&config.completion)), config.completion)
 }
 
+/// The model thread on the FIM test model, loaded.
+fn fim_model_thread() -> ModelHandle {
+    let mut options = Options::default();
+    options.model.path = Some(fim_model());
+    let config = options.resolve(None);
+    let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
+    assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
+    handle
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
@@ -254,11 +264,7 @@ fn coming_back_restores_the_saved_kv_state() {
 /// runs exactly the plan's tokens.
 #[test]
 fn the_prompt_plan_with_the_real_tokenizer() {
-    let mut options = Options::default();
-    options.model.path = Some(fim_model());
-    let config = options.resolve(None);
-    let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
-    assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
+    let handle = fim_model_thread();
     let outline = vec![OutlineItem { text: "import math".into(), start: 0, order: 0, full: None, pinned: false }];
     let (prefix, suffix) = ("def area(r):\n    return math.", "\n\nprint(area(2))\n");
     let context = ContextParts { strategy: Strategy::Scope, outline, prefix_start: 13, prefix: prefix.into(), suffix: suffix.into() };
@@ -303,11 +309,7 @@ fn the_prompt_plan_with_the_real_tokenizer() {
 /// have ended it, and up to there it is the model's own.
 #[test]
 fn the_model_thread_does_not_end_an_unfinished_answer() {
-    let mut options = Options::default();
-    options.model.path = Some(fim_model());
-    let config = options.resolve(None);
-    let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
-    assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
+    let handle = fim_model_thread();
     const AT_LEAST: usize = 48;
     let generate = |constrained: bool| {
         let build = move |tokenizer: &dyn Tokenize, _: &VocabFacts| {
