@@ -455,6 +455,16 @@ struct Threads {
     raw: Option<*mut llama_cpp_sys_2::llama_context>,
     /// Follow the machine's load (`model.adaptiveThreads`, and a readable `/proc`).
     load: Option<&'static super::threads::Load>,
+    /// When the count was last chosen: a job chooses again every [`super::threads::RECHECK`].
+    chosen_at: Instant,
+}
+
+impl Threads {
+    /// Fewer threads than `model.threads` because of others' load, so the count is worth
+    /// choosing again soon: prompts then go in [`super::threads::REDUCED_BATCH`] batches.
+    fn reduced(&self) -> bool {
+        self.load.is_some() && self.raw.is_some() && self.now < self.max
+    }
 }
 
 impl<'m> Worker<'m> {
@@ -509,7 +519,7 @@ impl<'m> Worker<'m> {
             n_batch: n_batch as usize,
             align,
             sampling,
-            threads: Threads { max: threads.max(1) as u32, now: threads.max(1) as u32, raw, load },
+            threads: Threads { max: threads.max(1) as u32, now: threads.max(1) as u32, raw, load, chosen_at: Instant::now() },
             draft: match config.draft {
                 _ if !invariant || align > 0 => Draft::Never,
                 Some(false) => Draft::Never,
@@ -567,6 +577,7 @@ impl<'m> Worker<'m> {
     /// product; `bench --batch-invariance` compares 1 and N threads bit for bit).
     fn choose_threads(&mut self) {
         let (Some(raw), Some(load)) = (self.threads.raw, self.threads.load) else { return };
+        self.threads.chosen_at = Instant::now();
         let n = load.threads(self.threads.max);
         if n != self.threads.now {
             tracing::debug!(from = self.threads.now, to = n, "threads follow the machine's load");
@@ -574,6 +585,19 @@ impl<'m> Worker<'m> {
             // model thread only.
             unsafe { llama_cpp_sys_2::llama_set_n_threads(raw, n as i32, n as i32) };
             self.threads.now = n;
+        }
+    }
+
+    /// Chooses the threads again within a job, every [`super::threads::RECHECK`], where the
+    /// result does not depend on the count or the batch (`invariant`; not with the aligned
+    /// prefill). A job's first choice sees what ran a moment before it: the load a burst that
+    /// just ended leaves in the last second, and the tasks still running down from it (another
+    /// server's threads spin for ~10 ms after answering, measured), so it may start with one
+    /// thread on a machine that is quiet again. Choosing again between batches and tokens
+    /// gives the job its threads back, and takes them away from one a build starts beside.
+    fn follow_load(&mut self, invariant: bool) {
+        if invariant && self.threads.chosen_at.elapsed() >= super::threads::RECHECK {
+            self.choose_threads();
         }
     }
 
@@ -677,6 +701,7 @@ impl<'m> Worker<'m> {
             }
             confirmed = 0;
             timings.drafted_tokens += drafts.len();
+            self.follow_load(!aligned || self.align == 0);
             self.batch.clear();
             for (i, &t) in std::iter::once(&token).chain(&drafts).enumerate() {
                 self.batch
@@ -755,8 +780,17 @@ impl<'m> Worker<'m> {
         self.cached.truncate(keep);
         self.cached_prompt = keep;
         self.aligned_upto = self.aligned_upto.min(keep);
-        let step = if align > 0 { align } else { self.n_batch };
-        for chunk in prompt[keep..].chunks(step) {
+        // Batch-invariant kernels: whole `n_batch` batches, or smaller ones while the threads
+        // are reduced, so that they are chosen again soon (`follow_load`); the result is the
+        // same either way.
+        while self.cached.len() < prompt.len() {
+            let step = match align {
+                0 if self.threads.reduced() => super::threads::REDUCED_BATCH.min(self.n_batch),
+                0 => self.n_batch,
+                a => a,
+            };
+            let from = self.cached.len();
+            let chunk = &prompt[from..(from + step).min(prompt.len())];
             if cancel.is_cancelled() {
                 return Err(PrefillError::Cancelled);
             }
@@ -781,6 +815,7 @@ impl<'m> Worker<'m> {
                 self.aligned_upto = self.cached_prompt;
             }
             cancel.add_prefilled(chunk.len());
+            self.follow_load(align == 0);
         }
         Ok((keep, restored))
     }

@@ -24,6 +24,14 @@ use std::time::{Duration, Instant};
 pub const SAMPLE: Duration = Duration::from_millis(250);
 pub const WINDOW: Duration = Duration::from_millis(1000);
 
+/// How often a job chooses its threads again (between batches of its prompt, between tokens).
+pub const RECHECK: Duration = Duration::from_millis(50);
+
+/// Prompt batch while a job decodes with fewer threads than it may: on the batch-invariant CPU
+/// kernels a batch costs about its tokens, so 32 tokens lose little against 512 and let the
+/// count be chosen again after ~0.1–0.3 s instead of after the whole prompt.
+pub const REDUCED_BATCH: usize = 32;
+
 /// Share of a core others may use while it still counts as free.
 const FREE_BELOW: f64 = 0.25;
 
