@@ -513,3 +513,47 @@ fn a_large_multi_byte_file_resolves_at_every_cursor() {
         }
     }
 }
+
+/// With a short budget, the definitions kept are, after the scope's own: the names the file
+/// imports and uses nowhere yet (a name is most often imported to be used where the user is
+/// writing), then the rest of the file's, nearest the scope first. The first name of a
+/// `from m import a, b` is imported, not one of the file's own definitions.
+#[test]
+fn an_import_not_yet_used_comes_first_then_the_names_nearest_the_scope() {
+    let root = std::env::temp_dir().join(format!("ghostline-ws-rank-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("pkg")).unwrap();
+    std::fs::write(root.join("pkg/__init__.py"), "").unwrap();
+    std::fs::write(
+        root.join("pkg/helpers.py"),
+        "def fresh(x, y):\n    return x + y\n\n\ndef used_far(z):\n    return z\n\n\ndef used_near(w):\n    return w\n",
+    )
+    .unwrap();
+    let filler: String = (0..40).map(|i| format!("VALUE_{i} = {i}\n")).collect();
+    let text = format!(
+        "from .helpers import fresh, used_far, used_near\n\n\ndef far():\n    return used_far(1)\n\n\n{filler}\n\ndef near():\n    return used_near(2)\n\n\ndef writing(a, b):\n    total = a\n    \n"
+    );
+    let path = root.join("pkg/main.py");
+    std::fs::write(&path, &text).unwrap();
+    let index = Index::new(options(&root, &[]));
+    index.build(&|_, _| {});
+    let cursor = text.len() - 1;
+    let spec = syntax::by_path(&path.to_string_lossy()).unwrap();
+    let names = |max_bytes: usize| -> Vec<String> {
+        let kept = index.related(&path, &text, &spec.parse(&text), spec, cursor, max_bytes);
+        kept.iter().map(|s| s.text.lines().next().unwrap_or_default().to_owned()).collect()
+    };
+    let all = names(4096);
+    assert_eq!(all.len(), 3, "{all:?}");
+    let cost = |name: &str| {
+        let s = index.related(&path, &text, &spec.parse(&text), spec, cursor, 4096).into_iter().find(|s| s.text.contains(name)).unwrap();
+        s.text.len() + s.path.len() + 16
+    };
+    let one = cost("def fresh(");
+    let kept = names(one);
+    assert!(kept.len() == 1 && kept[0].starts_with("def fresh(x, y)"), "the import nothing uses yet comes first: {kept:?}");
+    let two = one + cost("def used_near(");
+    let kept = names(two);
+    assert!(kept.iter().any(|l| l.starts_with("def used_near(")) && !kept.iter().any(|l| l.starts_with("def used_far(")), "nearest the scope next: {kept:?}");
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -72,6 +72,10 @@ pub fn local_names(tree: &Tree, text: &str) -> Vec<String> {
     let mut names = Vec::new();
     for node in root.named_children(&mut cursor) {
         let node = unwrap_decl(node);
+        // `from m import a` has `a` as its `name` field: imported, not defined here.
+        if matches!(node.kind(), "import_statement" | "import_from_statement" | "future_import_statement") {
+            continue;
+        }
         if let Some(n) = node.child_by_field_name("name") {
             names.push(text[n.byte_range()].to_owned());
         }

@@ -62,13 +62,15 @@ enum Rank {
     Imported,
 }
 
-/// Where the names come from, before their rank: the scope around the cursor, the rest of the
-/// file, or the file's imports that nothing uses.
+/// Where the names come from, before their rank: the scope around the cursor, the file's
+/// imports that nothing uses, or the rest of the file (nearest the scope first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Tier {
     Scope,
-    File,
+    /// Imported by name and used nowhere in the file's code yet: a name is most often imported
+    /// to be used where the user is writing (measured on the cross-file eval, README).
     Unused,
+    File,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -191,9 +193,10 @@ pub fn related(state: &State, req: &Request<'_>) -> Vec<Snippet> {
     r.tier = Tier::Unused;
     let mut imported: Vec<(&String, &Binding)> = b.names.iter().filter(|(_, binding)| matches!(binding, Binding::Item { .. })).collect();
     imported.sort_by(|a, b| a.0.cmp(b.0));
+    let used: HashSet<&str> = tokens.iter().chain(file_tokens.iter()).filter(|t| t.qual.is_none()).map(|t| t.name.as_str()).collect();
     for (k, (local, binding)) in imported.into_iter().enumerate() {
         if let Binding::Item { files, name } = binding {
-            if !locals.contains(local.as_str()) {
+            if !locals.contains(local.as_str()) && !used.contains(local.as_str()) {
                 r.named(files, name, Rank::Imported, tokens.len() + 1 + k);
             }
         }
@@ -310,11 +313,13 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Arc<Vec<Token>>) {
         None => text.floor_char_boundary(cursor.saturating_sub(MODULE_LEVEL_BYTES / 2))..text.ceil_char_boundary(cursor + MODULE_LEVEL_BYTES / 2),
     };
     ranges.push(scope.clone());
-    let collect = |ranges: &[Range<usize>]| {
-        let mut out: Vec<Token> = Vec::new();
+    // The identifiers of `ranges` in order of appearance, each with the least `distance` of
+    // its occurrences.
+    let collect_at = |ranges: &[Range<usize>], skip_imports: bool, distance: &dyn Fn(usize) -> usize| {
+        let mut out: Vec<(Token, usize)> = Vec::new();
         let mut seen: HashMap<(Option<String>, &str), usize> = HashMap::new();
         for range in ranges {
-            for leaf in leaves(req.tree.root_node(), range) {
+            for leaf in leaves(req.tree.root_node(), range, skip_imports) {
                 let (s, e) = (leaf.start_byte(), leaf.end_byte());
                 if word_start < word_end && s < word_end && word_start < e {
                     continue; // the word being typed
@@ -322,24 +327,40 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Arc<Vec<Token>>) {
                 let name = &text[s..e];
                 let qual = chain_before(text, s, sep);
                 let called = text[e..].trim_start().starts_with('(');
+                let d = distance(s);
                 match seen.entry((qual, name)) {
-                    std::collections::hash_map::Entry::Occupied(at) => out[*at.get()].called |= called,
+                    std::collections::hash_map::Entry::Occupied(at) => {
+                        let (t, least) = &mut out[*at.get()];
+                        t.called |= called;
+                        *least = (*least).min(d);
+                    }
                     std::collections::hash_map::Entry::Vacant(v) => {
                         let qual = v.key().0.clone();
                         v.insert(out.len());
-                        out.push(Token { qual, name: name.to_owned(), called });
+                        out.push((Token { qual, name: name.to_owned(), called }, d));
                     }
                 }
             }
         }
         out
     };
+    // The scope's own imports are uses: a function that imports a name is about to use it.
+    let collect = |ranges: &[Range<usize>]| collect_at(ranges, false, &|_| 0).into_iter().map(|(t, _)| t).collect::<Vec<_>>();
     let cursor_qual = chain_before(text, word_start, sep);
     // The rest of the file: the text before the scope, then after it, [`FILE_BYTES`] in all —
     // what typing inside the scope leaves alone, so its identifiers are walked once.
     let before = 0..text.floor_char_boundary(scope.start.min(FILE_BYTES));
     let after = scope.end..text.floor_char_boundary(scope.end + FILE_BYTES - before.len());
-    let file_tokens = req.cache.0.get_or((req.path, req.spec.name, &text[before.clone()], &text[after.clone()]), || Arc::new(collect(&[before, after])));
+    let file_tokens = req.cache.0.get_or((req.path, req.spec.name, &text[before.clone()], &text[after.clone()]), || {
+        // Nearest the scope first: the lines around it are the likeliest to be echoed, and the
+        // order only decides what a short budget keeps (the section shows what it kept in file
+        // order, so a budget that keeps everything gives the same section at every cursor).
+        let (near_before, near_after) = (before.end, after.start);
+        let distance = |at: usize| if at < near_before { near_before - at } else { at.saturating_sub(near_after) };
+        let mut by_distance = collect_at(&[before.clone(), after.clone()], true, &distance);
+        by_distance.sort_by_key(|(_, d)| *d);
+        Arc::new(by_distance.into_iter().map(|(t, _)| t).collect())
+    });
     (collect(&ranges), cursor_qual, file_tokens)
 }
 
@@ -348,9 +369,12 @@ fn tokens(req: &Request<'_>) -> (Vec<Token>, Option<String>, Arc<Vec<Token>>) {
 #[derive(Default)]
 pub(super) struct TokenCache(Last<Arc<Vec<Token>>>);
 
+/// Import statements of the languages indexed (Python, JS/TS, Rust, Go).
+const IMPORTS: [&str; 5] = ["import_statement", "import_from_statement", "future_import_statement", "use_declaration", "import_declaration"];
+
 /// Identifier leaves of the tree inside `range`, in order (one cursor walk, skipping the
-/// subtrees outside it).
-fn leaves<'t>(root: Node<'t>, range: &Range<usize>) -> Vec<Node<'t>> {
+/// subtrees outside it, and import statements with `skip_imports`).
+fn leaves<'t>(root: Node<'t>, range: &Range<usize>, skip_imports: bool) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     if root.end_byte() <= range.start || root.start_byte() >= range.end {
         return out;
@@ -362,6 +386,9 @@ fn leaves<'t>(root: Node<'t>, range: &Range<usize>) -> Vec<Node<'t>> {
             if node.kind().ends_with("identifier") && !node.is_missing() && node.start_byte() >= range.start && node.end_byte() <= range.end {
                 out.push(node);
             }
+        } else if skip_imports && IMPORTS.contains(&node.kind()) {
+            // An import at module level names what the file may use, not a use: its names are
+            // found through the bindings (`Tier::Unused` when nothing else uses them).
         } else if c.goto_first_child_for_byte(range.start).is_some() {
             if c.node().start_byte() < range.end {
                 continue;
