@@ -15,6 +15,7 @@ pub mod lex;
 pub mod rename;
 pub mod repeat;
 pub mod signature;
+pub mod sweep;
 
 use std::ops::Range;
 
@@ -39,6 +40,8 @@ pub enum Kind {
     Rename,
     Signature,
     Repeat,
+    /// Written by a next-edit model ([`sweep`]).
+    Model,
 }
 
 /// One proposed edit of the document: bytes `range` of its text become `new_text`.
@@ -162,7 +165,7 @@ pub fn plan(event: &EditEvent, doc: Doc<'_>) -> Plan {
 }
 
 /// Whether `a` overlaps or touches `b` (an insertion at either end of a change counts).
-fn touches(a: &Range<usize>, b: &Range<usize>) -> bool {
+pub(crate) fn touches(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start <= b.end && b.start <= a.end
 }
 
