@@ -6,9 +6,9 @@
 //! tree the rules use): a parameter, local or module function renamed at its definition (the
 //! truth: its other uses), a parameter removed or added (the truth: the calls in the file
 //! updated), a call on one of several same-shaped lines given an extra argument or another
-//! method (the truth: the other lines), a module function renamed where files of the same
-//! package import it (the truth: its uses in those files, through the workspace index built
-//! over the project) — and no-edit cases, after which nothing else should
+//! method (the truth: the other lines), a module function renamed where other files of the
+//! project import it (the truth, by tokens: its uses in those files; proposed through the
+//! workspace index built over the project) — and no-edit cases, after which nothing else should
 //! change (a string or number changed, a parameter added with a default, a use pointed at
 //! another parameter). Each edit goes through the edit history and the planner as the server
 //! runs them, with the FIM model for the holes; scored by line: location precision and
@@ -246,7 +246,7 @@ fn score_others(r: &mut KindReport, task: &Task, proposed: &[(PathBuf, String)])
 }
 
 /// `rename-cross-file` tasks: a module-level function of one file renamed at its definition,
-/// where other files of its folder (its package) import it — `from .m import f`, `from pkg.m
+/// where other files of the project import it (at the top level) — `from .m import f`, `from pkg.m
 /// import f [as g]`, `import pkg.m` / `from pkg import m` then `m.f` — the truth found by
 /// tokens: the import's name, and the file's uses of `f` (unaliased) or `m.f`. Files where the
 /// name is bound otherwise too (a parameter, an assignment, a definition) are left out.
@@ -254,7 +254,8 @@ fn synthesize_cross(spec: &'static Spec, texts: &[(PathBuf, String)], index: &In
     let mut out = Vec::new();
     for (file, text) in texts {
         let Some(module) = file.file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|m| m != "__init__") else { continue };
-        let siblings: Vec<&(PathBuf, String)> = texts.iter().filter(|(g, _)| g != file && g.parent() == file.parent()).collect();
+        // The project's other files (its package and subpackages), wherever they import it from.
+        let siblings: Vec<&(PathBuf, String)> = texts.iter().filter(|(g, _)| g != file).collect();
         if siblings.is_empty() {
             continue;
         }

@@ -112,9 +112,7 @@ impl Backend {
                 _ => None,
             }
         };
-        let mut uris: Vec<Uri> = found.edits.iter().map(|e| e.uri.clone()).collect();
-        uris.dedup();
-        let args = Accepted { id, uris };
+        let args = Accepted { id, uris: touched(uri, found) };
         Command { title: "ghostline: next edit accepted".into(), tooltip: None, command: ACCEPTED.into(), arguments: serde_json::to_value(args).ok().map(|v| vec![v]) }
     }
 
@@ -156,9 +154,8 @@ impl Backend {
         }
         let found = self.next_edits(uri, None, false).await?;
         let n = found.edits.len();
-        let mut uris: Vec<Uri> = found.edits.iter().map(|e| e.uri.clone()).collect();
-        uris.dedup();
-        let files = uris.len();
+        let uris = touched(uri, &found);
+        let files = uris.iter().filter(|u| found.edits.iter().any(|e| &e.uri == *u)).count();
         // One entry per document, in the order found (the edits of a file are together).
         let mut docs: Vec<(Uri, Option<i32>, Vec<TextEdit>)> = Vec::new();
         for e in found.edits {
@@ -302,6 +299,18 @@ impl Backend {
         };
         nextedit::across::plan(index, path, renamed, &read)
     }
+}
+
+/// The documents a proposal concerns, for its command: the one the user edited (whose edit
+/// history the accept clears, and whose statistics entry it is), then those it changes.
+fn touched(uri: &Uri, found: &Found) -> Vec<Uri> {
+    let mut out = vec![uri.clone()];
+    for e in &found.edits {
+        if !out.contains(&e.uri) {
+            out.push(e.uri.clone());
+        }
+    }
+    out
 }
 
 /// `proposals` (bytes of the text in `rope`) as edits of the document `uri` at `version`.
