@@ -145,11 +145,7 @@ fn a_renamed_module_function_s_uses_in_importing_files_follow_and_the_command_cl
     assert!(r["result"]["capabilities"]["executeCommandProvider"]["commands"].as_array().is_some_and(|c| c.contains(&json!("ghostline.nextEditAccepted"))), "{r}");
     client.notify("initialized", json!({}));
     wait_ready(&mut client);
-    let token = client
-        .wait_notification("$/progress", TIMEOUT, |p| p["value"]["title"].as_str().is_some_and(|t| t.contains("indexing")))
-        .map(|n| n["params"]["token"].clone())
-        .unwrap_or_else(|e| panic!("no indexing progress: {e}"));
-    client.wait_notification("$/progress", TIMEOUT, |p| p["token"] == token && p["value"]["kind"] == "end").unwrap_or_else(|e| panic!("indexing did not end: {e}"));
+    indexed(&mut client);
     let geo_uri = file_uri(&root.join("pkg/geo.py"));
     let module_uri = file_uri(&root.join("module.py"));
     // `module.py` is open (version 5); `user.py` is not.
