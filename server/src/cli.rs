@@ -169,8 +169,8 @@ enum Command {
         /// with `--source` (Python), each asked with the cross-file section and without.
         #[arg(long)]
         cross_file: bool,
-        /// Only these modes (or strategies), by name as the report prints them (repeatable;
-        /// default: all).
+        /// Only these modes (or strategies; with `--next-edit`, kinds), by name as the report
+        /// prints them (repeatable; default: all).
         #[arg(long = "mode")]
         modes: Vec<String>,
         /// Write each prompt as the model reads it, with the answer and the truth, to a file
@@ -396,7 +396,7 @@ pub fn main() -> ExitCode {
             options.model.threads = threads;
             let config = options.resolve(config::env_model());
             if next_edit {
-                return match crate::eval::next_edit::run(&config, &sources, holes, seed, json) {
+                return match crate::eval::next_edit::run(&config, &sources, holes, seed, &modes, json) {
                     Ok(()) => ExitCode::SUCCESS,
                     Err(message) => {
                         eprintln!("ghostline eval: {message}");

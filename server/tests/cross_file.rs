@@ -68,18 +68,6 @@ fn server_on(mut client: StdioClient, model: &Path, root: &Path, options: Value)
     client
 }
 
-/// Waits for the end of the indexing progress; returns its message.
-fn indexed(client: &mut StdioClient) -> String {
-    let token = client
-        .wait_notification("$/progress", TIMEOUT, |p| p["value"]["title"].as_str().is_some_and(|t| t.contains("indexing")))
-        .map(|n| n["params"]["token"].clone())
-        .unwrap_or_else(|e| panic!("no indexing progress: {e}"));
-    let end = client
-        .wait_notification("$/progress", TIMEOUT, |p| p["token"] == token && p["value"]["kind"] == "end")
-        .unwrap_or_else(|e| panic!("indexing did not end: {e}"));
-    end["params"]["value"]["message"].as_str().unwrap_or("").to_owned()
-}
-
 /// Waits for the end of an indexing progress begun after the first `after` notifications.
 fn indexed_after(client: &mut StdioClient, after: usize) -> String {
     let started = Instant::now();

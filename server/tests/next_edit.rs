@@ -2,7 +2,9 @@
 //! renamed by typing → `ghostline/nextEdit` (and `textDocument/copilotInlineEdit`) returns its
 //! other uses, and the "Apply next edit" code action carries them as a `WorkspaceEdit`; a
 //! parameter added → the calls get it, by name or from the FIM model; `nextEdit.enabled: false` and an
-//! excluded file → nothing.
+//! excluded file → nothing; a module function renamed → its uses in the files that import it,
+//! through the workspace index (a closed file with version `null`), and the proposal's
+//! command clears the history.
 
 mod common;
 
@@ -118,4 +120,62 @@ fn turned_off_or_excluded_there_are_none() {
     retype(&mut client, URI, 0, 16, 1, "height", 8);
     assert_eq!(places(&next_edit(&mut client, "ghostline/nextEdit", URI)), vec![(1, 12, 13, "height".to_owned())]);
     client.shutdown(TIMEOUT).unwrap();
+}
+
+fn file_uri(path: &std::path::Path) -> String {
+    format!("file://{}", path.display())
+}
+
+#[test]
+fn a_renamed_module_function_s_uses_in_importing_files_follow_and_the_command_clears_the_history() {
+    let root = temp_dir("next-edit-across");
+    std::fs::create_dir_all(root.join("pkg")).unwrap();
+    std::fs::write(root.join("pkg/__init__.py"), "").unwrap();
+    let geo = "def area(w, h):\n    return w * h\n";
+    std::fs::write(root.join("pkg/geo.py"), geo).unwrap();
+    let user = "from pkg.geo import area\nfrom pkg.geo import area as surface\n\nx = area(1, 2) + surface(3, 4)\n";
+    std::fs::write(root.join("user.py"), user).unwrap();
+    let module = "from pkg import geo\n\ny = geo.area(5, 6)\n";
+    std::fs::write(root.join("module.py"), module).unwrap();
+    std::fs::write(root.join("secret_user.py"), user).unwrap();
+    let mut client = spawn();
+    let capabilities = json!({"window": {"workDoneProgress": true}, "workspace": {"workspaceEdit": {"documentChanges": true}}});
+    let options = json!({"model": {"path": fim_model(), "threads": 2}, "completion": {"exclude": ["secret_*.py"]}});
+    let r = client.request("initialize", json!({"processId": null, "rootUri": file_uri(&root), "capabilities": capabilities, "initializationOptions": options}), TIMEOUT).unwrap();
+    assert!(r["result"]["capabilities"]["executeCommandProvider"]["commands"].as_array().is_some_and(|c| c.contains(&json!("ghostline.nextEditAccepted"))), "{r}");
+    client.notify("initialized", json!({}));
+    wait_ready(&mut client);
+    indexed(&mut client);
+    let geo_uri = file_uri(&root.join("pkg/geo.py"));
+    let module_uri = file_uri(&root.join("module.py"));
+    // `module.py` is open (version 5); `user.py` is not.
+    open(&mut client, &geo_uri, geo);
+    client.notify("textDocument/didOpen", json!({"textDocument": {"uri": module_uri, "languageId": "python", "version": 5, "text": module}}));
+    retype(&mut client, &geo_uri, 0, 4, 4, "surface_area", 2);
+    let edits = next_edit(&mut client, "ghostline/nextEdit", &geo_uri);
+    let of = |uri: &str| edits.iter().filter(|e| e["textDocument"]["uri"] == uri).cloned().collect::<Vec<_>>();
+    let user_uri = file_uri(&root.join("user.py"));
+    let in_user = places(&of(&user_uri));
+    // The import's name (twice: the alias keeps its name) and the unaliased use.
+    assert_eq!(in_user, vec![(0, 20, 24, "surface_area".to_owned()), (1, 20, 24, "surface_area".to_owned()), (3, 4, 8, "surface_area".to_owned())], "{edits:?}");
+    assert!(of(&user_uri).iter().all(|e| e["textDocument"]["version"].is_null()), "a closed file: version null");
+    assert_eq!(places(&of(&module_uri)), vec![(2, 8, 12, "surface_area".to_owned())]);
+    assert!(of(&module_uri).iter().all(|e| e["textDocument"]["version"] == 5), "an open document: its version");
+    assert!(of(&file_uri(&root.join("secret_user.py"))).is_empty(), "an excluded file is never edited");
+    // Helix: one code action, a document change per file.
+    let at = json!({"line": 0, "character": 6});
+    let r = client.request("textDocument/codeAction", json!({"textDocument": {"uri": geo_uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}}), TIMEOUT).unwrap();
+    let actions = r["result"].as_array().cloned().unwrap_or_default();
+    let action = actions.iter().find(|a| a["title"].as_str().is_some_and(|t| t.starts_with("Apply next edit:"))).unwrap_or_else(|| panic!("no next-edit action: {r}"));
+    assert_eq!(action["title"], "Apply next edit: rename `area` to `surface_area` (4 places in 2 files)");
+    assert_eq!(action["edit"]["documentChanges"].as_array().map(Vec::len), Some(2), "{action}");
+    assert_eq!(action["command"]["command"], "ghostline.nextEditAccepted");
+    // Accepted: the command (as the clients run it) clears the history: nothing more to propose.
+    let command = edits[0]["command"].clone();
+    assert_eq!(command["command"], "ghostline.nextEditAccepted", "{edits:?}");
+    let r = client.request("workspace/executeCommand", json!({"command": command["command"], "arguments": command["arguments"]}), TIMEOUT).unwrap();
+    assert!(r.get("error").is_none(), "{r}");
+    assert!(next_edit(&mut client, "ghostline/nextEdit", &geo_uri).is_empty());
+    client.shutdown(TIMEOUT).unwrap();
+    let _ = std::fs::remove_dir_all(&root);
 }

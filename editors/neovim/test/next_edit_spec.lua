@@ -1,8 +1,10 @@
 -- Real-client test of next edits (issue 31): in headless Neovim with the plugin, a parameter is
 -- renamed by typing (`ciw`); once the edit settles the plugin asks ghostline/nextEdit and shows
 -- the rename at the other uses as virtual text; <M-n> jumps to the first, <M-n> there accepts,
--- and the buffer has every use renamed. Typing again dismisses what is shown. Deterministic: a
--- rename is made from the syntax tree, not the model. Run by scripts/test-editors.sh
+-- and the buffer has every use renamed. Typing again dismisses what is shown. A module function
+-- renamed: its uses in the file that imports it are part of the proposal, and accepting edits
+-- that file too. Deterministic: a rename is made from the syntax tree and the index, not the
+-- model. Run by scripts/test-editors.sh
 -- (`run_nvim_spec next_edit_spec.lua`).
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'harness.lua'))
 
@@ -21,6 +23,8 @@ local dir = vim.fn.tempname()
 vim.fn.mkdir(vim.fs.joinpath(dir, '.git'), 'p') -- the workspace root
 local path = vim.fs.joinpath(dir, 'shapes.py')
 vim.fn.writefile(SOURCE, path)
+local user_path = vim.fs.joinpath(dir, 'user.py')
+vim.fn.writefile({ 'from shapes import area', '', 'y = area(1, 2)' }, user_path)
 
 vim.o.showmode = false
 require('ghostline').setup({ model = model, settings = { offline = true, privacy = 'local-only' } })
@@ -101,6 +105,20 @@ H.test('typing again dismisses the shown next edit', function()
   H.eq({}, shown(), 'dismissed by typing')
   H.type('<Esc>')
   H.eq('    return s + width', vim.api.nvim_buf_get_lines(bufnr, 2, 3, false)[1], 'not applied')
+end)
+
+H.test('a renamed module function: the file that imports it is edited with it', function()
+  H.sleep(1500) -- a new edit event
+  vim.api.nvim_win_set_cursor(0, { 1, 4 }) -- on `area`
+  H.type('ciwsurface<Esc>')
+  H.wait(30000, function() return #shown() == 1 end, function() return 'one next edit shown, got ' .. vim.inspect(shown()) end)
+  H.eq({ { 5, 8, '→ surface (+2 in 1 other file)' } }, shown(), 'the call in the file, and the count of the others')
+  H.eq(2, #next_edit.others(bufnr), "user.py's import and use")
+  H.type('<M-y>')
+  H.eq('x = surface(3, 4)', vim.api.nvim_buf_get_lines(bufnr, 5, 6, false)[1], 'the call renamed')
+  local user = vim.fn.bufnr(user_path)
+  H.ok(user ~= -1, 'user.py loaded to be edited')
+  H.eq({ 'from shapes import surface', '', 'y = surface(1, 2)' }, vim.api.nvim_buf_get_lines(user, 0, -1, false), 'user.py renamed too')
 end)
 
 H.run()

@@ -1,8 +1,9 @@
 // Next edits in VS Code: once an edit settles, asks the server for `ghostline/nextEdit` and shows
 // each proposed edit as a decoration at its target (the replaced text marked, `→ new text`
 // after it); the command "ghostline: Jump to / Accept Next Edit" (Alt+N) moves the cursor to
-// the first edit and, pressed there, applies every edit of the proposal. Any change to the
-// document clears what is shown; so does another editor.
+// the first edit and, pressed there, applies every edit of the proposal — with the edits it
+// carries for other files (a renamed definition's uses where it is imported), as one workspace
+// edit. Any change to the document clears what is shown; so does another editor.
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 
@@ -13,9 +14,12 @@ export const SHOWN_CONTEXT = "ghostline.nextEditShown";
 const SETTLE_MS = 300;
 
 interface WireEdit {
-  textDocument: { uri: string; version: number };
+  /** `version` null: a file not open, as it is on disk. */
+  textDocument: { uri: string; version: number | null };
   range: { start: { line: number; character: number }; end: { line: number; character: number } };
   newText: string;
+  /** Run on the server once the proposal is applied (statistics, edit history). */
+  command?: { title: string; command: string; arguments?: unknown[] };
 }
 
 /** What the decoration after an edit says: its new text's first line (`…` when there is more). */
@@ -29,6 +33,16 @@ interface Shown {
   editor: vscode.TextEditor;
   version: number;
   edits: { range: vscode.Range; newText: string }[];
+  /** The proposal's edits of other files, applied with it. */
+  others: { uri: vscode.Uri; version: number | null; range: vscode.Range; newText: string }[];
+  /** The server's command for the proposal, run once it is applied. */
+  command?: WireEdit["command"];
+}
+
+/** What the first edit's decoration adds when the proposal goes on in other files. */
+export function elsewhere(edits: number, files: number): string {
+  if (edits === 0) return "";
+  return ` (+${edits} in ${files} other file${files === 1 ? "" : "s"})`;
 }
 
 export class NextEdits implements vscode.Disposable {
@@ -90,19 +104,27 @@ export class NextEdits implements vscode.Disposable {
     }
     if (asking.token.isCancellationRequested || document.version !== version || vscode.window.activeTextEditor !== editor) return;
     const uri = document.uri.toString();
-    const edits = (answer?.edits ?? [])
+    const all = answer?.edits ?? [];
+    const edits = all
       .filter((e) => e.textDocument.uri === uri && e.textDocument.version === version)
       .map((e) => ({ range: client.protocol2CodeConverter.asRange(e.range), newText: e.newText }));
+    const others = all
+      .filter((e) => e.textDocument.uri !== uri)
+      .map((e) => ({ uri: vscode.Uri.parse(e.textDocument.uri), version: e.textDocument.version, range: client.protocol2CodeConverter.asRange(e.range), newText: e.newText }));
     if (edits.length === 0) return;
-    this.show({ editor, version, edits });
+    this.show({ editor, version, edits, others, command: all.find((e) => e.command)?.command });
   }
 
   private show(shown: Shown): void {
     this.clear();
     this.shown = shown;
+    const files = new Set(shown.others.map((e) => e.uri.toString())).size;
     shown.editor.setDecorations(
       this.after,
-      shown.edits.map((e) => ({ range: new vscode.Range(e.range.end, e.range.end), renderOptions: { after: { contentText: label(e.newText) } } })),
+      shown.edits.map((e, i) => ({
+        range: new vscode.Range(e.range.end, e.range.end),
+        renderOptions: { after: { contentText: label(e.newText) + (i === 0 ? elsewhere(shown.others.length, files) : "") } },
+      })),
     );
     shown.editor.setDecorations(this.replaced, shown.edits.filter((e) => !e.range.isEmpty).map((e) => e.range));
     void vscode.commands.executeCommand("setContext", SHOWN_CONTEXT, true);
@@ -143,14 +165,28 @@ export class NextEdits implements vscode.Disposable {
     shown.editor.revealRange(shown.edits[0].range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
   }
 
-  /** "ghostline: Accept Next Edit": every edit of the proposal, as one undoable change. */
+  /** "ghostline: Accept Next Edit": every edit of the proposal, other files' too, as one
+   * workspace edit; an open document that moved past the version the edits were for is left. */
   async accept(): Promise<void> {
     const shown = this.current();
     if (!shown) return;
     this.clear();
-    const done = await shown.editor.edit((builder) => {
-      for (const e of shown.edits) builder.replace(e.range, e.newText);
-    });
+    const edit = new vscode.WorkspaceEdit();
+    for (const e of shown.edits) edit.replace(shown.editor.document.uri, e.range, e.newText);
+    const open = new Map(vscode.workspace.textDocuments.map((d) => [d.uri.toString(), d.version]));
+    for (const e of shown.others) {
+      const now = open.get(e.uri.toString());
+      if (e.version !== null && now !== e.version) continue;
+      edit.replace(e.uri, e.range, e.newText);
+    }
+    const done = await vscode.workspace.applyEdit(edit);
+    const client = this.client();
+    if (done && shown.command && client) {
+      const { command, arguments: args } = shown.command;
+      client.sendRequest("workspace/executeCommand", { command, arguments: args ?? [] }).catch((error: unknown) => {
+        this.log(`${command} failed: ${error instanceof Error ? error.message : String(error)}`);
+      });
+    }
     if (done) {
       const first = shown.edits[0].range.start;
       shown.editor.selection = new vscode.Selection(first, first);

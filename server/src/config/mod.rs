@@ -35,6 +35,20 @@ pub struct Options {
 #[serde(rename_all = "camelCase", default)]
 pub struct NextEditOptions {
     pub enabled: Option<bool>,
+    pub format: Option<NextEditFormat>,
+}
+
+/// `nextEdit.format`: how the model takes part in next edits.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NextEditFormat {
+    /// A next-edit model's format when the GGUF's name says it is one, else `fim`.
+    #[default]
+    Auto,
+    /// The FIM model fills the holes a changed signature leaves.
+    Fim,
+    /// The model is a next-edit model of Sweep's format (`nextedit::sweep`).
+    Sweep,
 }
 
 /// Local acceptance statistics (`stats/`): on by default, stored only on this machine.
@@ -298,11 +312,12 @@ pub struct Config {
 pub struct NextEditConfig {
     /// Edits are recorded and next edits proposed.
     pub enabled: bool,
+    pub format: NextEditFormat,
 }
 
 impl Default for NextEditConfig {
     fn default() -> Self {
-        NextEditConfig { enabled: true }
+        NextEditConfig { enabled: true, format: NextEditFormat::Auto }
     }
 }
 
@@ -798,7 +813,7 @@ impl Options {
                     _ => [std::time::Duration::from_secs(30), std::time::Duration::from_secs(300)],
                 },
             },
-            next_edit: NextEditConfig { enabled: self.next_edit.enabled.unwrap_or(true) },
+            next_edit: NextEditConfig { enabled: self.next_edit.enabled.unwrap_or(true), format: self.next_edit.format.unwrap_or_default() },
         }
     }
 }

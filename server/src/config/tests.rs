@@ -289,3 +289,13 @@ fn next_edits_are_on_by_default_and_can_be_turned_off() {
     assert!(!c.next_edit.enabled);
     assert_eq!(c.completion.max_tokens, 7);
 }
+
+#[test]
+fn the_next_edit_format_is_auto_unless_chosen() {
+    assert_eq!(Options::default().resolve(None).next_edit.format, NextEditFormat::Auto);
+    let read = parse_lenient(&json!({"nextEdit": {"format": "sweep"}}), &Value::Null).unwrap();
+    assert_eq!(read.parsed.options.resolve(None).next_edit.format, NextEditFormat::Sweep);
+    let read = parse_lenient(&json!({"nextEdit": {"format": "zeta"}}), &read.kept).unwrap();
+    assert_eq!(read.errors.len(), 1, "{:?}", read.errors);
+    assert_eq!(read.parsed.options.resolve(None).next_edit.format, NextEditFormat::Sweep, "a bad value keeps the one in force");
+}

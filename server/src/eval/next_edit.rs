@@ -6,7 +6,9 @@
 //! tree the rules use): a parameter, local or module function renamed at its definition (the
 //! truth: its other uses), a parameter removed or added (the truth: the calls in the file
 //! updated), a call on one of several same-shaped lines given an extra argument or another
-//! method (the truth: the other lines) — and no-edit cases, after which nothing else should
+//! method (the truth: the other lines), a module function renamed where other files of the
+//! project import it (the truth, by tokens: its uses in those files; proposed through the
+//! workspace index built over the project) — and no-edit cases, after which nothing else should
 //! change (a string or number changed, a parameter added with a default, a use pointed at
 //! another parameter). Each edit goes through the edit history and the planner as the server
 //! runs them, with the FIM model for the holes; scored by line: location precision and
@@ -28,9 +30,10 @@ use crate::model::CancelFlag;
 use crate::nextedit::lex::{lex, Tok, TokKind};
 use crate::nextedit::{self, history::Change, Doc, History};
 use crate::syntax::{self, Spec};
+use crate::workspace::{Index, IndexOptions};
 
 /// The kinds of task, in the report's order.
-pub const KINDS: &[&str] = &["rename-param", "rename-local", "rename-function", "remove-param", "add-param", "repeat-argument", "repeat-method", "no-edit-string", "no-edit-number", "no-edit-default-param", "no-edit-use"];
+pub const KINDS: &[&str] = &["rename-param", "rename-local", "rename-function", "rename-cross-file", "remove-param", "add-param", "repeat-argument", "repeat-method", "no-edit-string", "no-edit-number", "no-edit-default-param", "no-edit-use"];
 
 /// One synthesized edit: the file before and after the user's edit, and the file as it should
 /// be once the next edits are made (`expected == after` for no-edit cases).
@@ -41,6 +44,10 @@ pub struct Task {
     pub before: String,
     pub after: String,
     pub expected: String,
+    /// `rename-cross-file`: the other files that use the renamed function (path, text,
+    /// text once the next edits are made) — what is scored — and the index over the project.
+    pub others: Vec<(PathBuf, String, String)>,
+    pub index: Option<Index>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -62,10 +69,15 @@ pub struct KindReport {
     pub p95_ms: f64,
 }
 
-pub fn run(config: &Config, projects: &[PathBuf], per_kind: usize, seed: u64, as_json: bool) -> Result<(), String> {
+/// Runs the kinds named in `only` (all when empty).
+pub fn run(config: &Config, projects: &[PathBuf], per_kind: usize, seed: u64, only: &[String], as_json: bool) -> Result<(), String> {
     if projects.is_empty() {
         return Err("--next-edit needs project folders: --source DIR (repeatable), e.g. packages unpacked from their sdists".into());
     }
+    if let Some(unknown) = only.iter().find(|k| !KINDS.contains(&k.as_str())) {
+        return Err(format!("no kind `{unknown}`: the kinds are {}", KINDS.join(", ")));
+    }
+    let kinds: Vec<&'static str> = KINDS.iter().copied().filter(|k| only.is_empty() || only.iter().any(|o| o == k)).collect();
     let spec = syntax::by_language_id("python").ok_or("no Python grammar")?;
     let (runtime, engine, _) = super::load_engine(config, config.completion.clone())?;
     let mut rng = Rng::new(seed);
@@ -74,8 +86,16 @@ pub fn run(config: &Config, projects: &[PathBuf], per_kind: usize, seed: u64, as
         let mut files = Vec::new();
         source_files(root, spec, &mut files, 0);
         let texts: Vec<(PathBuf, String)> = files.into_iter().filter_map(|f| std::fs::read_to_string(&f).ok().filter(|t| t.len() < 200_000 && !t.contains('\r')).map(|t| (f, t))).collect();
-        for &kind in KINDS {
-            let mut candidates: Vec<Task> = texts.iter().flat_map(|(f, t)| synthesize(kind, spec, f, t)).collect();
+        let index = Index::new(IndexOptions { roots: vec![root.clone()], ..Default::default() });
+        if kinds.contains(&"rename-cross-file") {
+            index.build(&|_, _| {});
+        }
+        for &kind in &kinds {
+            let mut candidates: Vec<Task> = if kind == "rename-cross-file" {
+                synthesize_cross(spec, &texts, &index)
+            } else {
+                texts.iter().flat_map(|(f, t)| synthesize(kind, spec, f, t)).collect()
+            };
             let mut picked = 0;
             while picked < per_kind && !candidates.is_empty() {
                 tasks.push(candidates.swap_remove(rng.below(candidates.len())));
@@ -84,15 +104,19 @@ pub fn run(config: &Config, projects: &[PathBuf], per_kind: usize, seed: u64, as
         }
         eprintln!("{}: {} files, {} tasks so far", root.display(), texts.len(), tasks.len());
     }
-    let mut reports: Vec<KindReport> = KINDS.iter().map(|&kind| KindReport { kind, ..Default::default() }).collect();
-    let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); KINDS.len()];
+    let mut reports: Vec<KindReport> = kinds.iter().map(|&kind| KindReport { kind, ..Default::default() }).collect();
+    let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     for task in &tasks {
-        let k = KINDS.iter().position(|&n| n == task.kind).expect("a known kind");
-        let (proposed, ms) = runtime.block_on(propose(&engine, spec, task))?;
+        let k = kinds.iter().position(|&n| n == task.kind).expect("a known kind");
+        let (proposed, elsewhere, ms) = runtime.block_on(propose(&engine, spec, task))?;
         latencies[k].push(ms);
         let r = &mut reports[k];
         r.tasks += 1;
-        score(r, task, &proposed);
+        if task.others.is_empty() {
+            score(r, task, &proposed);
+        } else {
+            score_others(r, task, &elsewhere);
+        }
     }
     for (r, ms) in reports.iter_mut().zip(&mut latencies) {
         r.precision = ratio(r.matched_lines, r.proposed_lines);
@@ -122,9 +146,10 @@ fn ratio(a: usize, b: usize) -> f64 {
     a as f64 / b as f64
 }
 
-/// Runs the user's edit through the history and the planner (and the model for holes), as
-/// the server does: the proposed text and the milliseconds from the edit to the proposals.
-async fn propose(engine: &crate::engine::Engine, spec: &'static Spec, task: &Task) -> Result<(String, f64), String> {
+/// Runs the user's edit through the history and the planner (and the model for holes, the
+/// index for other files), as the server does: the proposed text, other files' proposed
+/// texts, and the milliseconds from the edit to the proposals.
+async fn propose(engine: &crate::engine::Engine, spec: &'static Spec, task: &Task) -> Result<(String, Vec<(PathBuf, String)>, f64), String> {
     let started = Instant::now();
     let (old, new) = (Rope::from_str(&task.before), Rope::from_str(&task.after));
     let prefix = task.before.chars().zip(task.after.chars()).take_while(|(a, b)| a == b).count();
@@ -132,7 +157,7 @@ async fn propose(engine: &crate::engine::Engine, spec: &'static Spec, task: &Tas
     let suffix = task.before.chars().rev().zip(task.after.chars().rev()).take(room).take_while(|(a, b)| a == b).count();
     let mut history = History::default();
     history.record("file:///eval.py", &old, &new, Some(Change { start: prefix, old_end: old.len_chars() - suffix, new_end: new.len_chars() - suffix }), started);
-    let Some(event) = history.last_of("file:///eval.py") else { return Ok((task.after.clone(), 0.0)) };
+    let Some(event) = history.last_of("file:///eval.py") else { return Ok((task.after.clone(), Vec::new(), 0.0)) };
     let tree = spec.parse(&task.after);
     let doc = Doc { text: &task.after, spec, tree: &tree };
     let plan = nextedit::plan(event, doc);
@@ -143,8 +168,15 @@ async fn propose(engine: &crate::engine::Engine, spec: &'static Spec, task: &Tas
             edits.push(p);
         }
     }
+    let mut elsewhere = Vec::new();
+    if let (Some(renamed), Some(index)) = (&plan.exported, &task.index) {
+        let read = |p: &Path| std::fs::read_to_string(p).ok().map(|t| (t, None));
+        for f in nextedit::across::plan(index, &task.file, renamed, &read) {
+            elsewhere.push((f.path.clone(), apply(&f.text, &f.edits)));
+        }
+    }
     let ms = started.elapsed().as_secs_f64() * 1e3;
-    Ok((apply(&task.after, &edits), ms))
+    Ok((apply(&task.after, &edits), elsewhere, ms))
 }
 
 fn apply(text: &str, edits: &[nextedit::Proposal]) -> String {
@@ -188,13 +220,158 @@ fn score(r: &mut KindReport, task: &Task, proposed: &str) {
     r.exact_lines += truth.iter().filter(|&&i| touched.contains(&i) && got.get(i).map(|l| squash(l)) == expected.get(i).map(|l| squash(l))).count();
 }
 
+/// Scores a task whose truth is in other files, by (file, line): the lines the truth changes
+/// in each, those the proposals changed (in any file, the truth's or not).
+fn score_others(r: &mut KindReport, task: &Task, proposed: &[(PathBuf, String)]) {
+    let lines = |t: &str| t.lines().map(str::to_owned).collect::<Vec<_>>();
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    let diff = |a: &[String], b: &[String]| -> BTreeSet<usize> { (0..a.len().max(b.len())).filter(|&i| a.get(i) != b.get(i)).collect() };
+    for (path, text, expected) in &task.others {
+        let got = proposed.iter().find(|(p, _)| crate::workspace::canonical(p) == crate::workspace::canonical(path)).map_or(text.as_str(), |(_, t)| t.as_str());
+        let (after, expected, got) = (lines(text), lines(expected), lines(got));
+        let (truth, touched) = (diff(&after, &expected), diff(&after, &got));
+        r.proposed_lines += touched.len();
+        r.true_lines += truth.len();
+        r.matched_lines += touched.intersection(&truth).count();
+        r.exact_lines += truth.iter().filter(|&&i| touched.contains(&i) && got.get(i).map(|l| squash(l)) == expected.get(i).map(|l| squash(l))).count();
+    }
+    for (path, got) in proposed {
+        if task.others.iter().any(|(p, _, _)| crate::workspace::canonical(p) == crate::workspace::canonical(path)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let (a, b) = (lines(&text), lines(got));
+        r.proposed_lines += (0..a.len().max(b.len())).filter(|&i| a.get(i) != b.get(i)).count();
+    }
+}
+
+/// `rename-cross-file` tasks: a module-level function of one file renamed at its definition,
+/// where other files of the project import it (at the top level) — `from .m import f`, `from pkg.m
+/// import f [as g]`, `import pkg.m` / `from pkg import m` then `m.f` — the truth found by
+/// tokens: the import's name, and the file's uses of `f` (unaliased) or `m.f`. Files where the
+/// name is bound otherwise too (a parameter, an assignment, a definition) are left out.
+fn synthesize_cross(spec: &'static Spec, texts: &[(PathBuf, String)], index: &Index) -> Vec<Task> {
+    let mut out = Vec::new();
+    for (file, text) in texts {
+        let Some(module) = file.file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|m| m != "__init__") else { continue };
+        // The project's other files (its package and subpackages), wherever they import it from.
+        let siblings: Vec<&(PathBuf, String)> = texts.iter().filter(|(g, _)| g != file).collect();
+        if siblings.is_empty() {
+            continue;
+        }
+        for task in synthesize("rename-cross-file", spec, file, text) {
+            let (b, a) = (lex(&task.before, "#"), lex(&task.after, "#"));
+            let Some((old, new)) = b.iter().zip(&a).find(|(x, y)| x.text != y.text).map(|(x, y)| (x.text.to_owned(), y.text.to_owned())) else { continue };
+            if old.starts_with("__") {
+                continue;
+            }
+            let others: Vec<(PathBuf, String, String)> = siblings
+                .iter()
+                .filter_map(|(g, t)| {
+                    let ranges = cross_uses(t, &module, &old)?;
+                    let edits: Vec<_> = ranges.into_iter().map(|r| (r, new.as_str())).collect();
+                    Some((g.clone(), t.clone(), splice(t, &edits)))
+                })
+                .collect();
+            if !others.is_empty() {
+                out.push(Task { others, index: Some(index.clone()), ..task });
+            }
+        }
+    }
+    out
+}
+
+/// By tokens: where `text` uses `name` of the module `module` (see [`synthesize_cross`]);
+/// `None` when it does not import it, or binds `name` itself too.
+fn cross_uses(text: &str, module: &str, name: &str) -> Option<Vec<std::ops::Range<usize>>> {
+    let toks = lex(text, "#");
+    let line_start = |i: usize| toks[i].at == 0 || text.as_bytes()[toks[i].at - 1] == b'\n';
+    let mut ranges = Vec::new();
+    let mut direct = false;
+    let mut modules: Vec<Vec<&str>> = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if !line_start(i) || !matches!(toks[i].text, "from" | "import") {
+            i += 1;
+            continue;
+        }
+        // The statement's tokens: to the line's end, or to the closing parenthesis.
+        let mut j = i + 1;
+        let mut depth = 0;
+        while j < toks.len() && (depth > 0 || !line_start(j)) {
+            match toks[j].text {
+                "(" => depth += 1,
+                ")" => depth -= 1,
+                _ => {}
+            }
+            j += 1;
+        }
+        let stmt = &toks[i..j];
+        // (dotted name, alias) pairs after `import`.
+        let at = stmt.iter().position(|t| t.text == "import").unwrap_or(0);
+        let mut items: Vec<(Vec<&Tok<'_>>, Option<&Tok<'_>>)> = Vec::new();
+        for part in stmt[at + 1..].split(|t| t.text == ",") {
+            let part: Vec<&Tok<'_>> = part.iter().filter(|t| !matches!(t.text, "(" | ")")).collect();
+            let (dotted, alias) = match part.iter().position(|t| t.text == "as") {
+                Some(k) => (part[..k].to_vec(), part.get(k + 1).copied()),
+                None => (part, None),
+            };
+            if !dotted.is_empty() {
+                items.push((dotted, alias));
+            }
+        }
+        if toks[i].text == "from" {
+            let from: Vec<&str> = stmt[1..at].iter().map(|t| t.text).filter(|t| *t != ".").collect();
+            for (dotted, alias) in &items {
+                let item = dotted.iter().map(|t| t.text).collect::<Vec<_>>().join("");
+                if from.last() == Some(&module) && item == name {
+                    ranges.push(dotted[0].at..dotted[0].end());
+                    direct |= alias.is_none();
+                } else if item == module {
+                    modules.push(vec![alias.map_or(module, |a| a.text)]);
+                }
+            }
+        } else {
+            for (dotted, alias) in &items {
+                let parts: Vec<&str> = dotted.iter().map(|t| t.text).filter(|t| *t != ".").collect();
+                if parts.last() == Some(&module) {
+                    modules.push(alias.map_or(parts, |a| vec![a.text]));
+                }
+            }
+        }
+        i = j;
+    }
+    if direct {
+        let bound = toks.windows(2).any(|w| (matches!(w[0].text, "def" | "class" | "as" | "for" | "global") && w[1].text == name) || (w[0].text == name && w[1].text == "="))
+            || toks.windows(3).any(|w| matches!(w[0].text, "(" | ",") && w[1].text == name && matches!(w[2].text, ")" | "," | ":" | "="))
+            || toks.iter().any(|t| t.kind == TokKind::Str && t.text.starts_with(['f', 'F']) && t.text.contains(name));
+        if bound {
+            return None;
+        }
+        ranges.extend(variable_uses(text, 0..text.len(), name));
+    }
+    for m in &modules {
+        let n = m.len() * 2 + 1;
+        for (k, w) in toks.windows(n).enumerate() {
+            let prefix_ok = m.iter().enumerate().all(|(q, part)| w[2 * q].text == *part && w[2 * q + 1].text == ".");
+            let before_ok = k == 0 || toks[k - 1].text != ".";
+            if prefix_ok && before_ok && w[n - 1].text == name {
+                ranges.push(w[n - 1].at..w[n - 1].end());
+            }
+        }
+    }
+    ranges.sort_by_key(|r| r.start);
+    ranges.dedup();
+    (!ranges.is_empty()).then_some(ranges)
+}
+
 /// The tasks of `kind` that `text` offers.
 pub fn synthesize(kind: &'static str, spec: &'static Spec, file: &Path, text: &str) -> Vec<Task> {
     let tree = spec.parse(text);
     if tree.root_node().has_error() {
         return Vec::new();
     }
-    let make = |before: String, after: String, expected: String| Task { kind, file: file.to_owned(), before, after, expected };
+    let make = |before: String, after: String, expected: String| Task { kind, file: file.to_owned(), before, after, expected, others: Vec::new(), index: None };
     let mut out = Vec::new();
     let root = tree.root_node();
     let functions = nodes(root, "function_definition");
@@ -250,7 +427,8 @@ pub fn synthesize(kind: &'static str, spec: &'static Spec, file: &Path, text: &s
                 }
             }
         }
-        "rename-function" => {
+        // `rename-cross-file`: the same, its uses in the file not needed (`synthesize_cross`).
+        "rename-function" | "rename-cross-file" => {
             for f in functions.iter().filter(|f| f.parent().is_some_and(|p| p.kind() == "module")) {
                 let Some(id) = f.child_by_field_name("name") else { continue };
                 let name = &text[id.byte_range()];
@@ -260,7 +438,7 @@ pub fn synthesize(kind: &'static str, spec: &'static Spec, file: &Path, text: &s
                 }
                 let uses = variable_uses(text, 0..text.len(), name);
                 // Nothing but the definition and plain uses (no parameter or local of that name).
-                if uses.len() < 2 || nodes(root, "parameters").iter().any(|p| !variable_uses(text, p.byte_range(), name).is_empty()) {
+                if uses.len() < if kind == "rename-function" { 2 } else { 1 } || nodes(root, "parameters").iter().any(|p| !variable_uses(text, p.byte_range(), name).is_empty()) {
                     continue;
                 }
                 let new = format!("{name}_renamed");

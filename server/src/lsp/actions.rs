@@ -200,6 +200,7 @@ impl Backend {
         match params.command.as_str() {
             LAST_ROUTE => Ok(Some(Value::String(self.actions.last_route().unwrap_or_else(|| "ghostline: no routed action yet".into())))),
             super::completion::ACCEPTED => self.accepted(params.arguments.as_deref().unwrap_or_default()).map(|()| None),
+            super::next_edit::ACCEPTED => self.next_edit_accepted(params.arguments.as_deref().unwrap_or_default()).map(|()| None),
             RUN => {
                 let data = params.arguments.and_then(|a| a.into_iter().next()).ok_or_else(|| Error::invalid_params("ghostline.runAction needs the action's data"))?;
                 let title = data.get("title").and_then(Value::as_str).unwrap_or("ghostline action").to_owned();

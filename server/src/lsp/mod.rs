@@ -201,7 +201,7 @@ impl LanguageServer for Backend {
                     .into(),
                 ),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: vec![actions::RUN.into(), actions::LAST_ROUTE.into(), completion::ACCEPTED.into()],
+                    commands: vec![actions::RUN.into(), actions::LAST_ROUTE.into(), completion::ACCEPTED.into(), next_edit::ACCEPTED.into()],
                     ..Default::default()
                 }),
                 // Next edits: `ghostline/nextEdit`, and Copilot's `textDocument/copilotInlineEdit`.

@@ -4,14 +4,18 @@
 //! arguments deterministically, new ones as holes the FIM model fills ([`signature`]); an
 //! edit of one line → the lines of the same shape near it ([`repeat`]). Plain text and byte
 //! ranges in, plain text and byte ranges out: no LSP here (the server converts in
-//! `lsp/next_edit.rs`). Python only for now: other languages get no proposals.
+//! `lsp/next_edit.rs`). Python only for now: other languages get no proposals. A renamed
+//! module-level definition's uses in the other files come from the workspace index
+//! ([`across`]).
 
+pub mod across;
 pub mod fill;
 pub mod history;
 pub mod lex;
 pub mod rename;
 pub mod repeat;
 pub mod signature;
+pub mod sweep;
 
 use std::ops::Range;
 
@@ -36,6 +40,8 @@ pub enum Kind {
     Rename,
     Signature,
     Repeat,
+    /// Written by a next-edit model ([`sweep`]).
+    Model,
 }
 
 /// One proposed edit of the document: bytes `range` of its text become `new_text`.
@@ -66,6 +72,16 @@ pub struct Plan {
     pub holes: Vec<Hole>,
     /// "rename `a` to `count`", "update the calls of `f`"…; no code.
     pub title: String,
+    /// A module-level function, class or constant renamed at its definition: other files'
+    /// uses follow ([`across`]).
+    pub exported: Option<Renamed>,
+}
+
+/// A name renamed: `old` is now `new`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Renamed {
+    pub old: String,
+    pub new: String,
 }
 
 /// Holes given to the model for one edit at most: the rest wait for the next request.
@@ -142,14 +158,14 @@ pub fn plan(event: &EditEvent, doc: Doc<'_>) -> Plan {
     plan.edits.sort_by_key(|p| (p.range.start, p.range.end));
     plan.edits.dedup_by(|a, b| a.range == b.range);
     plan.holes.truncate(MAX_HOLES);
-    if plan.edits.is_empty() && plan.holes.is_empty() {
+    if plan.edits.is_empty() && plan.holes.is_empty() && plan.exported.is_none() {
         return Plan::default();
     }
     plan
 }
 
 /// Whether `a` overlaps or touches `b` (an insertion at either end of a change counts).
-fn touches(a: &Range<usize>, b: &Range<usize>) -> bool {
+pub(crate) fn touches(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start <= b.end && b.start <= a.end
 }
 

@@ -7,7 +7,7 @@
 use tree_sitter::Node;
 
 use super::lex::{lex, TokKind};
-use super::{Doc, Edited, Kind, Plan, Proposal};
+use super::{Doc, Edited, Kind, Plan, Proposal, Renamed};
 
 /// Where the renamed name was bound, and so where its uses are.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +67,23 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>) -> Option<Plan> {
         return None;
     }
     let edits = sites(binding, &old, doc, root).into_iter().map(|n| Proposal { range: n.byte_range(), new_text: new.clone(), kind: Kind::Rename }).collect();
-    Some(Plan { edits, holes: Vec::new(), title: format!("rename `{old}` to `{new}`") })
+    let exported = module_level(node).then(|| Renamed { old: old.clone(), new: new.clone() });
+    Some(Plan { edits, holes: Vec::new(), title: format!("rename `{old}` to `{new}`"), exported })
+}
+
+/// Whether the identifier `node` names a module-level function or class, or is assigned at
+/// module level (`NAME = …`): what other files can import.
+fn module_level(node: Node<'_>) -> bool {
+    let Some(parent) = node.parent() else { return false };
+    let at_module = |n: Node<'_>| n.parent().is_some_and(|m| m.kind() == "module");
+    match parent.kind() {
+        "function_definition" | "class_definition" if parent.child_by_field_name("name") == Some(node) => {
+            let def = parent.parent().filter(|p| p.kind() == "decorated_definition").unwrap_or(parent);
+            at_module(def)
+        }
+        "assignment" if parent.child_by_field_name("left") == Some(node) => parent.parent().is_some_and(|s| s.kind() == "expression_statement" && at_module(s)),
+        _ => false,
+    }
 }
 
 /// Where `name` is used under `binding`.
@@ -193,7 +209,7 @@ pub(super) fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t
 
 /// The identifiers named `name` in `node` that read or write the variable: not `x.name`, not
 /// `f(name=…)`, and not inside a nested function that binds `name` itself.
-fn uses<'t>(node: Node<'t>, scope: Node<'t>, name: &str, text: &str, push: &mut impl FnMut(Node<'t>)) {
+pub(super) fn uses<'t>(node: Node<'t>, scope: Node<'t>, name: &str, text: &str, push: &mut impl FnMut(Node<'t>)) {
     walk(node, &mut |n| {
         if n != scope && matches!(n.kind(), "function_definition" | "lambda" | "class_definition") && binds(n, name, text) {
             // Its name is still ours.

@@ -79,7 +79,7 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>) -> Option<Plan> {
         }
         edits.push(Proposal { range: start + cf..start + ct, new_text: replacement, kind: Kind::Repeat });
     }
-    Some(Plan { edits, holes: Vec::new(), title: "repeat the edit on similar lines".into() })
+    Some(Plan { edits, holes: Vec::new(), title: "repeat the edit on similar lines".into(), exported: None })
 }
 
 /// The one line (without its line break) of an event's text; `None` for more.

@@ -43,7 +43,7 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>, old: Doc<'_>) -> Option<Plan> {
     let root = doc.tree.root_node();
     let sites: Vec<Node<'_>> = calls(root, name, doc.text).into_iter().filter(|c| !(def.start_byte() <= c.start_byte() && c.end_byte() <= def.end_byte())).collect();
     let title = format!("update the calls of `{name}`");
-    let mut plan = Plan { edits: Vec::new(), holes: Vec::new(), title };
+    let mut plan = Plan { edits: Vec::new(), holes: Vec::new(), title, exported: None };
     if was.len() == now.len() + 1 {
         let k = (0..was.len()).find(|&i| now.get(i) != Some(&was[i]))?;
         if was[k + 1..] != now[k..] || was[k].special {

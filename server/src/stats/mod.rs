@@ -30,6 +30,8 @@ pub enum Route {
     TypedAhead,
     /// The model, when asked.
     Model,
+    /// A next edit (`ghostline/nextEdit`): a proposal of edits, accepted with its command.
+    NextEdit,
 }
 
 impl Route {
@@ -38,6 +40,7 @@ impl Route {
             Route::Ahead => "ahead",
             Route::TypedAhead => "typed-ahead",
             Route::Model => "model",
+            Route::NextEdit => "next-edit",
         }
     }
 }

@@ -15,6 +15,8 @@ use super::{sql, DbError, Stats};
 pub struct Row {
     pub model: String,
     pub language: String,
+    /// Next edits (route `next-edit`), counted apart from completions.
+    pub next_edits: bool,
     pub shown: u64,
     pub accepted: u64,
     pub acceptance_rate: f64,
@@ -67,10 +69,10 @@ pub fn summary(stats: &Stats, since_s: i64) -> Result<Vec<Row>, String> {
             ))
         })
         .map_err(sql)?;
-    let mut groups: BTreeMap<(String, String), Acc> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String, bool), Acc> = BTreeMap::new();
     for row in rows {
         let (model, language, route, latency, accepted, r30, r5) = row.map_err(sql)?;
-        let a = groups.entry((model, language)).or_default();
+        let a = groups.entry((model, language, route == "next-edit")).or_default();
         a.shown += 1;
         a.latencies.push(latency);
         a.routes[match route.as_str() {
@@ -91,13 +93,14 @@ pub fn summary(stats: &Stats, since_s: i64) -> Result<Vec<Row>, String> {
     }
     Ok(groups
         .into_iter()
-        .map(|((model, language), mut a)| {
+        .map(|((model, language, next_edits), mut a)| {
             a.latencies.sort_by(f64::total_cmp);
             let share = |n: u64| n as f64 / a.shown.max(1) as f64;
             let retained = |(kept, of): (f64, f64)| (of > 0.0).then(|| kept / of);
             Row {
                 model,
                 language,
+                next_edits,
                 shown: a.shown,
                 accepted: a.accepted,
                 acceptance_rate: share(a.accepted),
@@ -165,7 +168,7 @@ fn print_text(rows: &[Row], since: &str) {
     println!("since {since}:");
     for r in rows {
         let opt = |x: Option<f64>, f: fn(f64) -> String| x.map(f).unwrap_or_else(|| "–".into());
-        println!("{} · {}", r.model, r.language);
+        println!("{} · {}{}", r.model, r.language, if r.next_edits { " · next edits" } else { "" });
         println!(
             "  shown {}, accepted {} ({}), {} characters accepted; retained at 30 s {}, at 5 min {}",
             r.shown,
@@ -310,6 +313,22 @@ pub fn run(since: &Since, json: bool, db: Option<PathBuf>) -> ExitCode {
 mod tests {
     use super::super::{retained_share, Route, Shown, Window};
     use super::*;
+
+    #[test]
+    fn next_edits_are_counted_apart_from_completions() {
+        let path = std::env::temp_dir().join(format!("ghostline-stats-next-{}.sqlite", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let stats = Stats::open(&path).unwrap();
+        let shown = |route| stats.shown(&Shown { model: "m", language: "python", route, latency_ms: 5.0, chars: 6 }).unwrap();
+        let (completion, next) = (shown(Route::Model), shown(Route::NextEdit));
+        shown(Route::NextEdit);
+        stats.accepted(next, 6).unwrap();
+        let _ = completion;
+        let rows = summary(&stats, 0).unwrap();
+        let view: Vec<(bool, u64, u64)> = rows.iter().map(|r| (r.next_edits, r.shown, r.accepted)).collect();
+        assert_eq!(view, [(false, 1, 0), (true, 2, 1)], "one completion, two next edits (one accepted)");
+        let _ = std::fs::remove_file(&path);
+    }
 
     #[test]
     fn figures_per_model_and_language() {

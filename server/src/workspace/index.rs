@@ -23,6 +23,12 @@ pub struct Index {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("stats", &self.stats()).finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     options: IndexOptions,
     /// Per root, what its files' paths are shown under: nothing with one root; with several,
@@ -44,6 +50,13 @@ pub(super) struct FileEntry {
     pub rel: String,
     pub lang: &'static str,
     pub defs: Vec<Def>,
+    /// [`super::uses::text_hash`] of the text the entry was read from: a file on disk is
+    /// the one indexed only while its text hashes the same.
+    pub hash: u64,
+    /// Python: the names its imports mention (`from m import a as b`: `m`, `a`; `import p.q`:
+    /// `p`, `q`), so that the files that may use a definition are found without reading
+    /// every file.
+    pub imported: Vec<String>,
     bytes: usize,
     /// Sent by the editor (`update`): a build never replaces it with the text on disk.
     from_editor: bool,
@@ -175,7 +188,7 @@ fn go_folder(entry: &FileEntry) -> Option<&Path> {
 
 /// The module name a Python file is imported by (its last component): `c` for `a/c.py`, `b`
 /// for `a/b/__init__.py`.
-fn python_module(entry: &FileEntry) -> Option<&str> {
+pub(super) fn python_module(entry: &FileEntry) -> Option<&str> {
     if entry.lang != "python" {
         return None;
     }
@@ -283,8 +296,13 @@ fn entry(path: PathBuf, rel: String, spec: &'static Spec, parser: &mut tree_sitt
 /// The entry of `text` whose tree is `tree`.
 fn entry_of(path: PathBuf, rel: String, spec: &'static Spec, tree: &tree_sitter::Tree, text: &str) -> FileEntry {
     let defs = defs::extract(spec, tree, text);
-    let bytes = FILE_OVERHEAD + 2 * path.as_os_str().len() + rel.len() + defs.iter().map(|d| d.bytes() + NAME_OVERHEAD + d.name.len()).sum::<usize>();
-    FileEntry { path, rel, lang: spec.name, defs, bytes, from_editor: false }
+    let imported = if spec.name == "python" { super::uses::imported_names(tree, text) } else { Vec::new() };
+    let bytes = FILE_OVERHEAD
+        + 2 * path.as_os_str().len()
+        + rel.len()
+        + defs.iter().map(|d| d.bytes() + NAME_OVERHEAD + d.name.len()).sum::<usize>()
+        + imported.iter().map(|n| n.len() + 24).sum::<usize>();
+    FileEntry { path, rel, lang: spec.name, defs, hash: super::uses::text_hash(text), imported, bytes, from_editor: false }
 }
 
 impl Index {

@@ -13,6 +13,7 @@ mod imports;
 mod index;
 mod recent;
 mod resolve;
+mod uses;
 mod walk;
 
 use std::path::PathBuf;
@@ -20,6 +21,9 @@ use std::path::PathBuf;
 pub use defs::Kind;
 pub use index::{canonical, Index};
 pub use recent::Recent;
+pub use uses::{text_hash, Imports};
+#[cfg(test)]
+pub(crate) use uses::scratch;
 
 /// What the index may read.
 #[derive(Debug, Clone)]

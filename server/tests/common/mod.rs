@@ -196,3 +196,15 @@ pub fn assert_no_network(trace: &std::path::Path, what: &str) {
         log.lines().filter(|l| l.contains("socket(AF_INET") || l.contains("socket(AF_INET6") || l.contains("connect(")).collect();
     assert!(offending.is_empty(), "offline, yet {what} used the network:\n{}", offending.join("\n"));
 }
+
+/// Waits for the end of the workspace's indexing progress; returns its message.
+pub fn indexed(client: &mut StdioClient) -> String {
+    let token = client
+        .wait_notification("$/progress", TIMEOUT, |p| p["value"]["title"].as_str().is_some_and(|t| t.contains("indexing")))
+        .map(|n| n["params"]["token"].clone())
+        .unwrap_or_else(|e| panic!("no indexing progress: {e}"));
+    let end = client
+        .wait_notification("$/progress", TIMEOUT, |p| p["token"] == token && p["value"]["kind"] == "end")
+        .unwrap_or_else(|e| panic!("indexing did not end: {e}"));
+    end["params"]["value"]["message"].as_str().unwrap_or("").to_owned()
+}

@@ -1,7 +1,8 @@
 -- ghostline's next edits in Neovim: once an edit settles, asks the server for `ghostline/nextEdit`,
 -- shows each proposed edit as virtual text at its target (`→ new text` after the text it
 -- replaces), jumps to it and accepts it (every edit of the proposal, in the client's offset
--- encoding); typing again dismisses what is shown.
+-- encoding, with the edits it carries for other files: a renamed definition's uses where it
+-- is imported); typing again dismisses what is shown.
 local M = {}
 
 M.ns = vim.api.nvim_create_namespace('ghostline.next_edit')
@@ -13,8 +14,9 @@ M.METHOD = 'ghostline/nextEdit'
 
 M.defaults = { enabled = true, debounce = 300 }
 
---- Per buffer: what is shown (`edits`, `changedtick` it is for, `client_id`) and the timer.
----@type table<integer, { edits: table[], changedtick: integer, client_id: integer, timer?: uv.uv_timer_t }>
+--- Per buffer: what is shown (`edits`, other files' `others`, `changedtick` it is for,
+--- `client_id`) and the timer.
+---@type table<integer, { edits: table[], others?: table[], changedtick: integer, client_id: integer, timer?: uv.uv_timer_t }>
 local state = {}
 
 --- The default highlights (a colorscheme's `:hi clear` drops them: set again on ColorScheme).
@@ -71,7 +73,15 @@ function M.dismiss(bufnr)
   end
   if state[bufnr] then
     state[bufnr].edits = {}
+    state[bufnr].others = {}
   end
+end
+
+--- The proposal's edits of other files (`{textDocument = {uri, version}, range, newText}`,
+--- `version` nil for a file not open), applied with the buffer's.
+function M.others(bufnr)
+  bufnr = buf(bufnr)
+  return state[bufnr] and state[bufnr].others or {}
 end
 
 --- The edits shown in `bufnr` (LSP `{textDocument, range, newText}`), first the one to jump to.
@@ -86,26 +96,36 @@ local function show(bufnr, client, edits, changedtick)
   M.dismiss(bufnr)
   local uri = vim.uri_from_bufnr(bufnr)
   local mine = vim.tbl_filter(function(e) return vim.tbl_get(e, 'textDocument', 'uri') == uri end, edits)
+  local others = vim.tbl_filter(function(e) return vim.tbl_get(e, 'textDocument', 'uri') ~= uri end, edits)
   if #mine == 0 then
     return
   end
+  local files = {}
+  for _, e in ipairs(others) do
+    files[e.textDocument.uri] = true
+  end
+  local n_files = vim.tbl_count(files)
   local enc = client.offset_encoding
   local last = vim.api.nvim_buf_line_count(bufnr) - 1
-  for _, edit in ipairs(mine) do
+  for i, edit in ipairs(mine) do
     local s, e = edit.range.start, edit.range['end']
     if s.line > last or e.line > last then
       return M.dismiss(bufnr)
     end
     local scol, ecol = byte_col(bufnr, s, enc), byte_col(bufnr, e, enc)
+    local text = M.label(edit.newText)
+    if i == 1 and #others > 0 then
+      text = text .. (' (+%d in %d other file%s)'):format(#others, n_files, n_files == 1 and '' or 's')
+    end
     vim.api.nvim_buf_set_extmark(bufnr, M.ns, e.line, ecol, {
-      virt_text = { { M.label(edit.newText), 'GhostlineNextEdit' } },
+      virt_text = { { text, 'GhostlineNextEdit' } },
       virt_text_pos = 'inline',
     })
     if s.line ~= e.line or scol ~= ecol then
       vim.api.nvim_buf_set_extmark(bufnr, M.ns, s.line, scol, { end_row = e.line, end_col = ecol, hl_group = 'GhostlineNextEditRange' })
     end
   end
-  state[bufnr] = vim.tbl_extend('force', state[bufnr] or {}, { edits = mine, changedtick = changedtick, client_id = client.id })
+  state[bufnr] = vim.tbl_extend('force', state[bufnr] or {}, { edits = mine, others = others, changedtick = changedtick, client_id = client.id })
 end
 
 --- Asks the server for the next edits at the cursor and shows them, unless the buffer changed
@@ -170,9 +190,30 @@ function M.accept(bufnr)
   if not client or not edits or not at then
     return false
   end
+  local others = M.others(bufnr)
+  local edits_command = edits[1] and edits[1].command
   M.dismiss(bufnr)
   edits = vim.tbl_map(function(e) return { range = e.range, newText = e.newText } end, edits)
   vim.lsp.util.apply_text_edits(edits, bufnr, client.offset_encoding)
+  if #others > 0 then
+    -- One text document edit per file, in the order the server sent them; an open buffer
+    -- that moved past the edits' version is left as it is (apply_workspace_edit checks).
+    local changes, by_uri = {}, {}
+    for _, e in ipairs(others) do
+      local uri = e.textDocument.uri
+      if not by_uri[uri] then
+        by_uri[uri] = { textDocument = { uri = uri, version = e.textDocument.version }, edits = {} }
+        table.insert(changes, by_uri[uri])
+      end
+      table.insert(by_uri[uri].edits, { range = e.range, newText = e.newText })
+    end
+    vim.lsp.util.apply_workspace_edit({ documentChanges = changes }, client.offset_encoding)
+  end
+  -- The server's command for the proposal (statistics, edit history), once it is applied.
+  local command = edits_command
+  if command then
+    client:request('workspace/executeCommand', { command = command.command, arguments = command.arguments }, function() end, bufnr)
+  end
   pcall(vim.api.nvim_win_set_cursor, 0, at)
   return true
 end

@@ -1,0 +1,180 @@
+//! Where a Python file's module-level definition is imported by the other indexed files: the
+//! files whose imports mention its name or its module (from the index, without reading every
+//! file), and in one such file, the import names and the local names that stand for the
+//! definition or its module once the file's imports are resolved to indexed files.
+
+use std::hash::{Hash, Hasher};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use tree_sitter::{Node, Tree};
+
+use super::imports::{self, Binding};
+use super::index::{canonical, python_module, Index};
+use crate::syntax::Spec;
+
+/// A text's hash as the index keeps it for each file (same text, same hash, in one process).
+pub fn text_hash(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// The identifiers in a Python file's imports (those the import resolution reads: top level,
+/// and under `if`/`try`), each once.
+pub(super) fn imported_names(tree: &Tree, text: &str) -> Vec<String> {
+    fn visit(node: Node<'_>, text: &str, out: &mut Vec<String>) {
+        match node.kind() {
+            "import_statement" | "import_from_statement" => {
+                let mut stack = vec![node];
+                while let Some(n) = stack.pop() {
+                    if n.kind() == "identifier" {
+                        out.push(text[n.byte_range()].to_owned());
+                    }
+                    let mut c = n.walk();
+                    stack.extend(n.named_children(&mut c));
+                }
+            }
+            "module" | "if_statement" | "try_statement" | "block" | "else_clause" | "elif_clause" | "except_clause" | "finally_clause" => {
+                let mut c = node.walk();
+                let children: Vec<Node<'_>> = node.named_children(&mut c).collect();
+                for child in children {
+                    visit(child, text, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    visit(tree.root_node(), text, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// How one file imports a definition: `from m import name` and `from m import name as x`
+/// (the bytes of `name` in each), the local names bound to the definition under its own name
+/// (its uses in the file are the definition's), and the local names of its module (`m` in
+/// `import m`, `pkg.m` in `import pkg.m`, `x` in `from pkg import m as x`), whose `.name` are
+/// the definition's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Imports {
+    pub names: Vec<Range<usize>>,
+    pub locals: Vec<String>,
+    pub modules: Vec<String>,
+}
+
+impl Imports {
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.locals.is_empty() && self.modules.is_empty()
+    }
+}
+
+impl Index {
+    /// The indexed Python files other than `path` that may use `name` defined there: those
+    /// whose imports mention `name` or `path`'s module; each with the hash of the text the
+    /// index read. By path.
+    pub fn importers(&self, path: &Path, name: &str) -> Vec<(PathBuf, u64)> {
+        let path = canonical(path);
+        let state = self.read();
+        let Some(id) = state.id(&path) else { return Vec::new() };
+        let module = python_module(state.file(id)).map(str::to_owned);
+        let mut out: Vec<(PathBuf, u64)> = state
+            .entries()
+            .filter(|(i, f)| *i != id && f.lang == "python")
+            .filter(|(_, f)| f.imported.iter().any(|n| n == name || module.as_deref() == Some(n.as_str())))
+            .map(|(_, f)| (f.path.clone(), f.hash))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// How the Python file `path` (its text now and tree) imports `name` defined in
+    /// `def_path`, through its imports resolved to indexed files.
+    pub fn imports_of(&self, path: &Path, text: &str, tree: &Tree, spec: &'static Spec, def_path: &Path, name: &str) -> Imports {
+        let mut out = Imports::default();
+        if spec.name != "python" {
+            return out;
+        }
+        let state = self.read();
+        let Some(def) = state.id(&canonical(def_path)) else { return out };
+        let b = imports::bindings(&state, spec, tree, text, &canonical(path));
+        let item_here = |local: &str| matches!(b.names.get(local), Some(Binding::Item { files, name: n }) if n == name && files.contains(&def));
+        for (local, binding) in &b.names {
+            if let Binding::Module { files, .. } = binding {
+                if files.contains(&def) {
+                    out.modules.push(local.clone());
+                }
+            }
+        }
+        out.modules.sort();
+        let mut stack = vec![tree.root_node()];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "import_from_statement" {
+                let mut c = n.walk();
+                for imported in n.children_by_field_name("name", &mut c) {
+                    let (orig, local) = match imported.kind() {
+                        "aliased_import" => match (imported.child_by_field_name("name"), imported.child_by_field_name("alias")) {
+                            (Some(o), Some(a)) => (o, &text[a.byte_range()]),
+                            _ => continue,
+                        },
+                        _ => (imported, &text[imported.byte_range()]),
+                    };
+                    if &text[orig.byte_range()] == name && item_here(local) {
+                        out.names.push(orig.byte_range());
+                        if local == name && !out.locals.iter().any(|l| l == local) {
+                            out.locals.push(local.to_owned());
+                        }
+                    }
+                }
+                continue;
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c).filter(|c| !matches!(c.kind(), "function_definition" | "class_definition" | "expression_statement")));
+        }
+        out.names.sort_by_key(|r| r.start);
+        out
+    }
+}
+
+/// Test helper: `files` (relative path, text) written under a fresh folder named after
+/// `name`, and the index built over it.
+#[cfg(test)]
+pub(crate) fn scratch(name: &str, files: &[(&str, &str)]) -> (PathBuf, Index) {
+    let root = std::env::temp_dir().join(format!("ghostline-uses-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for (rel, text) in files {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().expect("a file's folder")).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let index = Index::new(super::IndexOptions { roots: vec![root.clone()], ..Default::default() });
+    index.build(&|_, _| {});
+    (root, index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn importers_and_how_they_import() {
+        let a = "from pkg.geo import area\nfrom pkg.geo import area as surface\nimport pkg.geo\nfrom pkg import geo as g\n\nx = area(1, 2) + pkg.geo.area(3, 4) + g.area(5, 6)\n";
+        let files = [("pkg/__init__.py", ""), ("pkg/geo.py", "def area(w, h):\n    return w * h\n"), ("a.py", a), ("b.py", "from other import area\n"), ("c.py", "import os\n")];
+        let (root, index) = scratch("importers", &files);
+        let found: Vec<String> = index.importers(&root.join("pkg/geo.py"), "area").into_iter().map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(found, ["a.py", "b.py"], "c.py imports neither the name nor the module");
+        assert_eq!(index.importers(&root.join("pkg/geo.py"), "area")[0].1, text_hash(a));
+        let spec = crate::syntax::by_language_id("python").unwrap();
+        let tree = spec.parse(a);
+        let how = index.imports_of(&root.join("a.py"), a, &tree, spec, &root.join("pkg/geo.py"), "area");
+        let names: Vec<&str> = how.names.iter().map(|r| &a[r.clone()]).collect();
+        assert_eq!((names, how.names.len()), (vec!["area", "area"], 2));
+        assert_eq!(how.locals, ["area"], "`surface` keeps its name");
+        assert_eq!(how.modules, ["g", "pkg.geo"]);
+        let b = "from other import area\n";
+        let none = index.imports_of(&root.join("b.py"), b, &spec.parse(b), spec, &root.join("pkg/geo.py"), "area");
+        assert!(none.is_empty(), "another module's `area`: {none:?}");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
