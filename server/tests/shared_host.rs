@@ -224,9 +224,10 @@ fn doctor(sandbox: &Sandbox) -> Value {
 fn a_host_killed_mid_request_is_survived_in_process_then_the_window_rejoins_the_next_host() {
     let sandbox = Sandbox::new("killed");
     let expected = in_process(&sandbox);
-    // The host holds its first job until a file that never appears: it is killed there.
-    let never = sandbox.root.join("never");
-    let hold = format!("host-job={}", never.display());
+    // The host holds its first job until a file that appears only once it has been killed there
+    // (a host this window starts later inherits the hold, and passes it).
+    let released = sandbox.root.join("released");
+    let hold = format!("host-job={}", released.display());
     let mut client = sandbox.server(&settings(true), &[("GHOSTLINE_HOLD", &hold)]);
     let pid = sandbox.host_pid();
     let asked = std::thread::spawn(move || {
@@ -235,6 +236,7 @@ fn a_host_killed_mid_request_is_survived_in_process_then_the_window_rejoins_the_
     });
     sandbox.wait_for_log("held at `host-job`", TIMEOUT);
     unsafe { libc::kill(pid, libc::SIGKILL) };
+    std::fs::write(&released, "").unwrap();
     let (mut client, answers) = asked.join().unwrap();
     let (_, answer, backend, _) = &answers[0];
     let backend = backend.as_deref().unwrap_or("");
