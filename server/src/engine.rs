@@ -14,7 +14,7 @@ use tree_sitter::Tree;
 
 use crate::config::CompletionConfig;
 use crate::context::{self, CrossFile, Strategy};
-use crate::model::{CacheHit, CancelFlag, GenerateError, ModelHandle, ModelStatus, Timings};
+use crate::model::{CacheHit, CancelFlag, GenerateError, ModelHandle, ModelStatus, Reach, Timings};
 use crate::postprocess::{self, StopRule};
 use crate::prompt::{Draft, Purpose, TokenMemo};
 use crate::session::{Key, Session, Shown};
@@ -137,7 +137,7 @@ impl Engine {
         }
         let suggestion = match self.wait_ahead(session, input).await {
             Some(s) => s,
-            None => self.generate(input, cancel, session.local()).await?,
+            None => self.generate(input, cancel, session.reach()).await?,
         };
         let (before, after) = input.text.split_at(input.cursor.min(input.text.len()));
         if self.config.typed_ahead && !suggestion.text.is_empty() {
@@ -187,7 +187,7 @@ impl Engine {
         let draft = self.draft(input);
         let context_ms = started.elapsed().as_secs_f64() * 1e3;
         let (stop, strategy) = (draft.stop.clone(), draft.context.strategy);
-        let Ok(answer) = self.model.submit_where(draft.into_request(Arc::clone(&self.memo), cancel.clone()), session.local()) else { return false };
+        let Ok(answer) = self.model.submit_where(draft.into_request(Arc::clone(&self.memo), cancel.clone()), session.reach()) else { return false };
         self.ahead_stats.started.fetch_add(1, Relaxed);
         let (tx, done) = watch::channel(None);
         session.set_ahead(key, cancel, done);
@@ -216,13 +216,13 @@ impl Engine {
 
     /// Runs the model for `input` (context, model thread, post-processing); `local`: why it may
     /// not go to `model.endpoint` (see [`Session::set_local`]).
-    async fn generate(&self, input: Input<'_>, cancel: CancelFlag, local: Option<String>) -> Result<Suggestion, GenerateError> {
+    async fn generate(&self, input: Input<'_>, cancel: CancelFlag, reach: Reach) -> Result<Suggestion, GenerateError> {
         let started = std::time::Instant::now();
         let draft = self.draft(input);
         let context_ms = started.elapsed().as_secs_f64() * 1e3;
         let stop = draft.stop.clone();
         let strategy = draft.context.strategy;
-        let generation = self.model.generate_where(draft.into_request(Arc::clone(&self.memo), cancel), local).await?;
+        let generation = self.model.generate_where(draft.into_request(Arc::clone(&self.memo), cancel), reach).await?;
         let mut suggestion = finish(input, &stop, strategy, generation);
         suggestion.timings.context_ms = context_ms;
         Ok(suggestion)
@@ -337,7 +337,7 @@ impl Engine {
         };
         let cancel = CancelFlag::new();
         session.add_work(cancel.clone());
-        self.decode_ahead(cancel, draft, "the prompt head", session.local())
+        self.decode_ahead(cancel, draft, "the prompt head", session.reach())
     }
 
     /// Decodes the whole prompt for `owned`'s cursor, without an answer, ahead of any request:
@@ -359,12 +359,12 @@ impl Engine {
         }
         let mut draft = self.draft(input);
         draft.purpose = Purpose::Prompt;
-        self.decode_ahead(cancel, draft, "the prompt at the cursor", session.local())
+        self.decode_ahead(cancel, draft, "the prompt at the cursor", session.reach())
     }
 
     /// Submits a draft decoded ahead (no answer wanted), cancelled by `cancel`.
-    fn decode_ahead(&self, cancel: CancelFlag, draft: Draft, what: &'static str, local: Option<String>) -> bool {
-        let Ok(answer) = self.model.submit_where(draft.into_request(Arc::clone(&self.memo), cancel), local) else { return false };
+    fn decode_ahead(&self, cancel: CancelFlag, draft: Draft, what: &'static str, reach: Reach) -> bool {
+        let Ok(answer) = self.model.submit_where(draft.into_request(Arc::clone(&self.memo), cancel), reach) else { return false };
         tokio::spawn(async move {
             match answer.await {
                 Ok(Ok(_)) | Ok(Err(GenerateError::Cancelled)) | Err(_) => {}

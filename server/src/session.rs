@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use crate::context::{LaidOut, Strategy};
 use crate::engine::Suggestion;
-use crate::model::{CancelFlag, GenerateError};
+use crate::model::{CancelFlag, GenerateError, Reach};
 
 /// A text and a cursor in it: what a generation ahead is for, and what a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,8 +56,8 @@ struct Inner {
     rest: Option<(Key, CancelFlag)>,
     /// The cross-file section of the last prompt built for the document, as laid out.
     laid_out: LaidOut,
-    /// Why the document's completions may not go to `model.endpoint` (`None`: they may).
-    local: Option<String>,
+    /// Whether the document's completions may go to `model.endpoint`, and how.
+    reach: Reach,
 }
 
 /// One document's completion session. See the module's documentation.
@@ -95,14 +95,14 @@ impl Session {
         self.lock().laid_out.clone()
     }
 
-    /// Why the document's completions stay on this machine when `model.endpoint` is set
-    /// (`route::completion_endpoint`), or `None`: kept current by the language server.
-    pub fn set_local(&self, why: Option<String>) {
-        self.lock().local = why;
+    /// Whether the document's completions may go to `model.endpoint`, and how
+    /// (`route::completion_endpoint`): kept current by the language server.
+    pub fn set_reach(&self, reach: Reach) {
+        self.lock().reach = reach;
     }
 
-    pub(crate) fn local(&self) -> Option<String> {
-        self.lock().local.clone()
+    pub(crate) fn reach(&self) -> Reach {
+        self.lock().reach.clone()
     }
 
     /// The engine changed (other settings): what it made no longer counts. Work in flight runs

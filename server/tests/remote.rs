@@ -3,6 +3,11 @@
 //! that records what reaches it), the FIM test model.
 //!
 //! - over the inventory trace, every answer through the endpoint equals the in-process one;
+//! - without a GGUF, prompts tokenized with the server's `/tokenize` are token for token the
+//!   GGUF's, and the answers the same;
+//! - an untrusted endpoint with `privacy: "redact"` gets the prompt with its secrets replaced
+//!   (the server's own cache and detokenizer show the key never reached it), a trusted one
+//!   as it is;
 //! - a request the next key supersedes drops its connection, and the next answer arrives;
 //! - an endpoint that is down falls back to the local model, or says why there is none;
 //! - an untrusted endpoint never sees a file privacy keeps local;
@@ -48,8 +53,9 @@ fn last_timings(client: &mut StdioClient) -> Value {
 fn replay(options: Value, name: &str) -> Vec<(String, Option<String>, Value)> {
     let path = fixture(&format!("traces/{name}.json"));
     let (trace, file, text, at) = trace::load_trace(&path).unwrap();
-    let mut session = typing::start(&binary(), options, Stdio::inherit(), TIMEOUT).unwrap();
-    let client = &mut session.client;
+    // Without `model.path`, the settings name no GGUF: `start_with` clears `$GHOSTLINE_MODEL`.
+    let mut session = start_with(options);
+    let client = &mut session;
     let mut doc = TypedDoc::open(client, typing::file_uri(&file), &trace.language_id, text, at);
     let mut out = Vec::new();
     for event in &trace.events {
@@ -66,7 +72,7 @@ fn replay(options: Value, name: &str) -> Vec<(String, Option<String>, Value)> {
             out.push((text, last["timings"]["backend"].as_str().map(str::to_owned), last["prompt"].clone()));
         }
     }
-    assert!(session.client.shutdown(TIMEOUT).unwrap().success());
+    assert!(session.shutdown(TIMEOUT).unwrap().success());
     out
 }
 
@@ -130,6 +136,87 @@ fn answers_through_llama_server_equal_the_in_process_answers_over_a_trace() {
     }
     eprintln!("{} of {} requests: llama-server's kernels broke a near tie the other way: {differ:?}", differ.len(), local.len());
     assert!(differ.len() * 4 <= local.len(), "the answers differ on {differ:?}: more than near ties");
+}
+
+/// Without `model.path`, the prompts are tokenized with the server's `/tokenize` (and its FIM
+/// markers, BOS and end tokens found by tokenizing their text): over the inventory trace they
+/// are the GGUF's prompts token for token, and the answers the same.
+#[test]
+fn without_a_gguf_the_servers_tokenize_builds_the_same_prompts_and_answers() {
+    let args: Vec<String> = ["-fa", "off", "--no-repack", "--cache-ram", "0"].iter().map(|s| s.to_string()).collect();
+    let server = llama_server(&args);
+    let url = format!("http://127.0.0.1:{}", server.port());
+    let with_gguf = replay(settings(Some(&url)), "inventory");
+    let mut options = settings(Some(&url));
+    options["model"].as_object_mut().unwrap().remove("path");
+    let without = replay(options, "inventory");
+    assert_eq!(with_gguf.len(), without.len());
+    assert!(with_gguf.iter().chain(&without).all(|(_, b, _)| b.as_deref() == Some("endpoint")), "every answer from the endpoint: {without:?}");
+    assert!(with_gguf.iter().filter(|(t, _, _)| !t.is_empty()).count() * 2 > with_gguf.len(), "most requests get a suggestion: {with_gguf:?}");
+    for (i, ((g, _, gp), (s, _, sp))) in with_gguf.iter().zip(&without).enumerate() {
+        assert!(gp.as_array().is_some_and(|p| !p.is_empty()), "request {i}: no prompt in lastTimings");
+        assert_eq!(gp, sp, "request {i}: the prompt tokenized by /tokenize is not the GGUF's");
+        assert_eq!(g, s, "request {i}: the answer differs");
+    }
+}
+
+/// A document holding an API key: the cursor is at the end of its last line.
+const KEYED: &str = "import requests\n\nOPENAI_API_KEY = \"sk-proj-Zq8xW3vN5tY7uB2cD4eF6gH8jK0mL1nP\"\n\n\ndef fetch(url):\n    headers = {\"Authorization\": \"Bearer \" + OPENAI_API_KEY}\n    response = requests.get(url, headers=headers)\n    ";
+const KEY: &str = "sk-proj-Zq8xW3vN5tY7uB2cD4eF6gH8jK0mL1nP";
+
+/// With `privacy: "redact"`, an untrusted endpoint gets the prompt with the key replaced by a
+/// placeholder, and a trusted one gets it as it is. Seen from the server: its own detokenizer
+/// reads the prompt ghostline sent, and its KV cache holds what it decoded — asked for the
+/// prompt with the key (`cache_prompt`, one slot), it reuses all of it after the trusted
+/// request, and after the untrusted one nothing from where the key starts.
+#[test]
+fn an_untrusted_endpoint_gets_the_prompt_with_its_secrets_redacted_a_trusted_one_as_it_is() {
+    let args: Vec<String> = ["-fa", "off", "--cache-ram", "0"].iter().map(|s| s.to_string()).collect();
+    let server = llama_server(&args);
+    let url = format!("http://127.0.0.1:{}", server.port());
+    let uri = "file:///tmp/ghostline-remote/fetch.py";
+    let lines: Vec<&str> = KEYED.split('\n').collect();
+    let (line, character) = (lines.len() as u32 - 1, lines.last().unwrap().len() as u32);
+    let ask = |trusted: bool| {
+        let mut options = settings(Some(&url));
+        options["model"]["endpointTrusted"] = json!(trusted);
+        options["privacy"] = json!("redact");
+        let mut client = start_with(options);
+        open(&mut client, uri, KEYED);
+        let r = inline_completion(&mut client, uri, line, character);
+        assert!(r.get("error").is_none(), "{r}");
+        let last = last_timings(&mut client);
+        assert_eq!(last["timings"]["backend"], "endpoint", "{last}");
+        assert!(client.shutdown(TIMEOUT).unwrap().success());
+        (inline_text(&r), last["prompt"].as_array().unwrap().clone())
+    };
+    let text_of = |tokens: &[Value]| {
+        let (status, r) = server.post("/detokenize", &json!({"tokens": tokens}), TIMEOUT).unwrap();
+        assert_eq!(status, 200, "{r}");
+        r["content"].as_str().unwrap().to_owned()
+    };
+    // How much of `prompt` the server's one slot holds decoded already.
+    let cached = |prompt: &[Value]| {
+        let body = json!({"prompt": prompt, "n_predict": 1, "cache_prompt": true, "temperature": 0, "top_k": 1, "samplers": ["top_k"]});
+        let (status, r) = server.post("/completion", &body, TIMEOUT).unwrap();
+        assert_eq!(status, 200, "{r}");
+        r["timings"]["cache_n"].as_u64().unwrap() as usize
+    };
+
+    let (_, plain) = ask(true);
+    assert!(text_of(&plain).contains(KEY), "trusted: the prompt as it is");
+    assert!(cached(&plain) + 1 >= plain.len(), "trusted: the server decoded the whole prompt, key included");
+
+    let (answer, redacted) = ask(false);
+    let sent = text_of(&redacted);
+    assert!(!sent.contains(KEY) && !sent.contains("Zq8xW3vN5tY7"), "untrusted: the key went to the server: {sent:?}");
+    assert!(sent.contains("OPENAI_API_KEY = \"REDACTED_TOKEN_1\""), "untrusted: a placeholder in its place: {sent:?}");
+    assert!(!answer.contains("REDACTED_"), "a placeholder in the answer is put back: {answer:?}");
+    // The prompts are the same up to the key; the server's cache holds nothing of the key.
+    let key_at = plain.iter().zip(&redacted).position(|(a, b)| a != b).expect("the prompts differ where the key is");
+    assert!(key_at + 10 < plain.len(), "the key is inside the prompt, not at its end");
+    let reused = cached(&plain);
+    assert!(reused <= key_at, "the server held {reused} tokens of the prompt with the key: the key (from token {key_at}) reached it");
 }
 
 /// What the scripted endpoint saw.

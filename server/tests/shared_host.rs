@@ -4,8 +4,10 @@
 //!
 //! - three windows at once share one host: one model load (the host's log says "model ready"
 //!   once, and `ghostline doctor` sees three windows), and every answer is the in-process one;
-//! - a host killed (SIGKILL) mid-request: the window answers from its own model and says why,
-//!   and the next window starts a new host;
+//! - a host killed (SIGKILL) mid-request: the window answers from its own model and says why;
+//!   the next window starts a new host (or finds the one the first window started again after
+//!   its back-off), and the first window rejoins it: its answers come from the host again (the
+//!   host counts two windows) and are still the in-process ones;
 //! - a socket open to others (0666) or owned by another uid is never connected to.
 //!
 //! Other tests' servers run in-process: `stdio_client` sets `GHOSTLINE_SHARED=off`, and only
@@ -219,12 +221,13 @@ fn doctor(sandbox: &Sandbox) -> Value {
 }
 
 #[test]
-fn a_host_killed_mid_request_is_survived_in_process_and_the_next_window_starts_another() {
+fn a_host_killed_mid_request_is_survived_in_process_then_the_window_rejoins_the_next_host() {
     let sandbox = Sandbox::new("killed");
     let expected = in_process(&sandbox);
-    // The host holds its first job until a file that never appears: it is killed there.
-    let never = sandbox.root.join("never");
-    let hold = format!("host-job={}", never.display());
+    // The host holds its first job until a file that appears only once it has been killed there
+    // (a host this window starts later inherits the hold, and passes it).
+    let released = sandbox.root.join("released");
+    let hold = format!("host-job={}", released.display());
     let mut client = sandbox.server(&settings(true), &[("GHOSTLINE_HOLD", &hold)]);
     let pid = sandbox.host_pid();
     let asked = std::thread::spawn(move || {
@@ -233,22 +236,46 @@ fn a_host_killed_mid_request_is_survived_in_process_and_the_next_window_starts_a
     });
     sandbox.wait_for_log("held at `host-job`", TIMEOUT);
     unsafe { libc::kill(pid, libc::SIGKILL) };
+    std::fs::write(&released, "").unwrap();
     let (mut client, answers) = asked.join().unwrap();
     let (_, answer, backend, _) = &answers[0];
     let backend = backend.as_deref().unwrap_or("");
     assert!(backend.starts_with("local: ") && backend.contains("stopped mid-request"), "{backend}");
     assert_eq!(answer, &expected[0].0, "the fallback's answer is the in-process one");
-    // The window stays on its own model.
+    // Right after, the window answers from its own model (it looks for a host again only after
+    // its back-off, and never waits for one to load).
     let later = ask(&mut client, "w", &[1]);
     assert!(later[0].2.as_deref().is_some_and(|b| b.starts_with("local: ")), "{later:?}");
     assert_eq!(later[0].1, expected[1].0);
-    // The next window finds the dead host's socket and starts a new host.
+    // The next window finds the dead host's socket and starts a new host (or finds the one the
+    // first window started meanwhile).
     let mut next = sandbox.server(&settings(true), &[]);
     let again = ask(&mut next, "w", &[0]);
     assert_eq!(again[0].2.as_deref(), Some("host"), "{again:?}");
     assert_eq!(again[0].1, expected[0].0);
     assert_ne!(sandbox.host_pid(), pid, "a new host");
-    assert_eq!(sandbox.host_logs().matches("model ready").count(), 2);
+    // The first window rejoins it once its back-off has passed: its answers come from the host
+    // again, and are the in-process ones.
+    let until = Instant::now() + Duration::from_secs(60);
+    let mut round = 0;
+    let rejoined = loop {
+        round += 1;
+        let answers = ask(&mut client, &format!("r{round}"), &[0, 2]);
+        if answers.iter().all(|(_, _, b, _)| b.as_deref() == Some("host")) {
+            break answers;
+        }
+        assert!(Instant::now() < until, "the window never rejoined the host: {answers:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    for (i, text, _, seen) in &rejoined {
+        assert_eq!(text, &expected[*i].0, "case {i}: the host's answer after rejoining is not the in-process one");
+        assert_eq!(seen, &expected[*i].1, "case {i}: not the in-process prompt and generation");
+    }
+    let doctor = doctor(&sandbox);
+    assert_eq!(doctor["facts"]["shared_host"]["windows"], 2, "both windows on the new host: {doctor}");
+    assert_eq!(doctor["facts"]["shared_host"]["pid"], sandbox.host_pid(), "{doctor}");
+    let logs = sandbox.host_logs();
+    assert_eq!(logs.matches("model ready").count(), 2, "one load for the first host, one for the new one:\n{logs}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
     assert!(next.shutdown(TIMEOUT).unwrap().success());
 }

@@ -11,6 +11,15 @@ export interface ServerSettings {
   model?: {
     path?: string;
     threads?: number;
+    shared?: boolean;
+    keepAlive?: number | string;
+    contextSize?: number;
+    batchSize?: number;
+    gpuLayers?: number;
+    memoryBudgetMb?: number;
+    prefillChunk?: number;
+    adaptiveThreads?: boolean;
+    draft?: boolean;
     endpoint?: string;
     apiKeyEnv?: string;
     endpointTrusted?: boolean;
@@ -43,6 +52,16 @@ function text(value: unknown): string | undefined {
 
 function positiveInt(value: unknown): number | undefined {
   return typeof value === "number" && Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+function naturalInt(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+/** `model.keepAlive`: seconds, or a duration string the server reads (`"10m"`, `"never"`). */
+function duration(value: unknown): number | string | undefined {
+  if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
+  return text(value);
 }
 
 /** `~` and `~/…` become the home folder; `${env:NAME}` the variable's value. */
@@ -92,6 +111,15 @@ export function toServerSettings(
     model: prune({
       path: modelPath === undefined ? undefined : expandPath(modelPath, env, home),
       threads: positiveInt(get("model.threads")),
+      shared: flag(get("model.shared")),
+      keepAlive: duration(get("model.keepAlive")),
+      contextSize: positiveInt(get("model.contextSize")),
+      batchSize: positiveInt(get("model.batchSize")),
+      gpuLayers: naturalInt(get("model.gpuLayers")),
+      memoryBudgetMb: positiveInt(get("model.memoryBudgetMb")),
+      prefillChunk: naturalInt(get("model.prefillChunk")),
+      adaptiveThreads: flag(get("model.adaptiveThreads")),
+      draft: flag(get("model.draft")),
       // The endpoint's other keys only with an endpoint: without one they mean nothing.
       endpoint,
       apiKeyEnv: endpoint === undefined ? undefined : text(get("model.apiKeyEnv")),
@@ -125,7 +153,19 @@ export function toServerSettings(
 
 /** The server keys `toServerSettings` can send, per section. */
 const SENT_KEYS = {
-  model: ["path", "threads", "endpoint", "apiKeyEnv", "endpointTrusted", "endpointApi", "localFallback"],
+  model: [
+    "path",
+    "threads",
+    "shared",
+    "keepAlive",
+    "contextSize",
+    "batchSize",
+    "gpuLayers",
+    "memoryBudgetMb",
+    "prefillChunk",
+    "adaptiveThreads",
+    "draft",
+    "endpoint", "apiKeyEnv", "endpointTrusted", "endpointApi", "localFallback"],
   completion: ["enabled", "generateAhead", "maxTokens"],
   nextEdit: ["enabled"],
   cloud: ["endpoint", "model", "apiKeyEnv"],

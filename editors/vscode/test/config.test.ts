@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 
 import { expandPath, toServerChange, toServerSettings } from "../src/config";
@@ -11,6 +13,15 @@ const defaults = {
   "server.path": "",
   "model.path": "",
   "model.threads": null,
+  "model.shared": null,
+  "model.keepAlive": null,
+  "model.contextSize": null,
+  "model.batchSize": null,
+  "model.gpuLayers": null,
+  "model.memoryBudgetMb": null,
+  "model.prefillChunk": null,
+  "model.adaptiveThreads": null,
+  "model.draft": null,
   "model.endpoint": "",
   "model.apiKeyEnv": "",
   "model.endpointTrusted": null,
@@ -49,6 +60,15 @@ test("every setting maps to the server's camelCase key", () => {
       "server.path": "/opt/ghostline/bin/ghostline",
       "model.path": "/models/qwen2.5-coder-1.5b-q4_k_m.gguf",
       "model.threads": 4,
+      "model.shared": true,
+      "model.keepAlive": "10m",
+      "model.contextSize": 8192,
+      "model.batchSize": 256,
+      "model.gpuLayers": 0,
+      "model.memoryBudgetMb": 6000,
+      "model.prefillChunk": 0,
+      "model.adaptiveThreads": false,
+      "model.draft": false,
       "model.endpoint": "https://models.example:8443",
       "model.apiKeyEnv": "TEAM_KEY",
       "model.endpointTrusted": true,
@@ -74,6 +94,15 @@ test("every setting maps to the server's camelCase key", () => {
     model: {
       path: "/models/qwen2.5-coder-1.5b-q4_k_m.gguf",
       threads: 4,
+      shared: true,
+      keepAlive: "10m",
+      contextSize: 8192,
+      batchSize: 256,
+      gpuLayers: 0,
+      memoryBudgetMb: 6000,
+      prefillChunk: 0,
+      adaptiveThreads: false,
+      draft: false,
       endpoint: "https://models.example:8443",
       apiKeyEnv: "TEAM_KEY",
       endpointTrusted: true,
@@ -98,6 +127,12 @@ test("values of the wrong type are dropped, not sent", () => {
     reader({
       ...defaults,
       "model.threads": 0,
+      "model.shared": "yes",
+      "model.keepAlive": " ",
+      "model.contextSize": 0,
+      "model.gpuLayers": -1,
+      "model.prefillChunk": 1.5,
+      "model.draft": 1,
       "completion.maxTokens": 2.5,
       "completion.enabled": "yes",
       "completion.generateAhead": 1,
@@ -143,7 +178,19 @@ test("an unset reader (no settings at all) gives an empty object", () => {
 test("a change sends every managed key, a cleared one as null (the server layers changes)", () => {
   const set = toServerChange(reader({ ...defaults, "model.path": "/m.gguf", "cloud.endpoint": "http://h/v1" }));
   assert.deepEqual(set, {
-    model: { path: "/m.gguf", threads: null, endpoint: null, apiKeyEnv: null, endpointTrusted: null, endpointApi: null, localFallback: null },
+    model: {
+      path: "/m.gguf",
+      threads: null,
+      shared: null,
+      keepAlive: null,
+      contextSize: null,
+      batchSize: null,
+      gpuLayers: null,
+      memoryBudgetMb: null,
+      prefillChunk: null,
+      adaptiveThreads: null,
+      draft: null,
+      endpoint: null, apiKeyEnv: null, endpointTrusted: null, endpointApi: null, localFallback: null },
     completion: { enabled: true, generateAhead: true, maxTokens: null },
     nextEdit: { enabled: true },
     cloud: { endpoint: "http://h/v1", model: null, apiKeyEnv: null },
@@ -158,3 +205,14 @@ test("a change sends every managed key, a cleared one as null (the server layers
   assert.equal((cleared.cloud as Record<string, unknown>).endpoint, null);
 });
 
+
+test("the defaults above are package.json's, and every model setting there reaches the server", () => {
+  // out/test/ → the extension's folder.
+  const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8"));
+  const properties: Record<string, { default: unknown }> = manifest.contributes.configuration.properties;
+  const declared = Object.fromEntries(Object.entries(properties).map(([key, p]) => [key.replace(/^ghostline\./, ""), p.default]));
+  assert.deepEqual(declared, defaults);
+  const model = Object.keys(declared).filter((k) => k.startsWith("model.")).map((k) => k.slice("model.".length));
+  const change = toServerChange(reader(defaults)).model as Record<string, unknown>;
+  assert.deepEqual(Object.keys(change).sort(), model.sort());
+});

@@ -41,12 +41,14 @@ impl Notification for ChooseModel {
 }
 
 impl Backend {
-    /// At `initialized`: when no model is configured or found and downloads are allowed, asks
-    /// (once per server, in a task: nothing waits for the answer) and returns `true`. Otherwise
-    /// `false`, and the usual status report says how to configure a path.
+    /// At `initialized`: when no model is configured or found, no `model.endpoint` generates
+    /// instead, and downloads are allowed, asks (once per server, in a task: nothing waits for
+    /// the answer) and returns `true`. Otherwise `false`, and the usual status report says how to
+    /// configure a path.
     pub(super) fn first_run(&self) -> bool {
         let config = self.state().config.clone();
-        if config.model.path.is_some() || !first_run::may_download(&config) || ASKED.swap(true, Ordering::SeqCst) {
+        let needed = config.model.path.is_none() && config.model.endpoint.is_none();
+        if !needed || !first_run::may_download(&config) || ASKED.swap(true, Ordering::SeqCst) {
             return false;
         }
         let task = Task { client: self.client.clone(), state: self.state.clone(), caps: self.caps() };

@@ -121,8 +121,8 @@ impl State {
         if let Some(endpoint) = &self.config.model.endpoint {
             let excluded = || crate::exclude::excluded_by(&self.config.cloud.exclude, uri.0.as_str());
             let trusted = endpoint.trusted || self.config.offline;
-            let glob = if trusted || self.config.privacy != crate::config::Privacy::Allow { None } else { excluded() };
-            session.set_local(crate::route::completion_endpoint(endpoint.trusted, self.config.offline, self.config.privacy, glob.as_deref()));
+            let glob = if trusted || self.config.privacy == crate::config::Privacy::LocalOnly { None } else { excluded() };
+            session.set_reach(crate::route::completion_endpoint(endpoint.trusted, self.config.offline, self.config.privacy, glob.as_deref()));
         }
         session
     }

@@ -4,7 +4,7 @@
 
 use tokio::sync::{oneshot, watch};
 
-use super::{GenerateError, Generation, Job, ModelHandle, ModelStatus, Sampling, Timings};
+use super::{GenerateError, Generation, Job, ModelHandle, ModelStatus, Reach, Sampling, Timings};
 use crate::config::ModelConfig;
 
 pub(super) struct Fallback {
@@ -28,6 +28,14 @@ impl Fallback {
             tracing::info!("starting the model in this process: {why}");
             ModelHandle::spawn(&self.config, self.sampling)
         })
+    }
+
+    /// Unloads the in-process model, if it was started (the window went back to the shared
+    /// host): its thread ends and its memory is freed before this returns.
+    pub fn stop(&mut self) {
+        if self.local.take().is_some() {
+            tracing::info!("the model in this process is unloaded");
+        }
     }
 
     /// The in-process model's status, once started.
@@ -56,7 +64,7 @@ impl Fallback {
         tracing::debug!("generating locally: {why}");
         let (tx, rx) = oneshot::channel();
         let (forwarded, reply) = match job {
-            Job::Complete { request, reply, .. } => (Job::Complete { request, reply: tx, local: None }, reply),
+            Job::Complete { request, reply, .. } => (Job::Complete { request, reply: tx, reach: Reach::default() }, reply),
             Job::Chat { request, reply } => (Job::Chat { request, reply: tx }, reply),
         };
         let result = match handle.jobs.as_ref().map(|jobs| jobs.send(forwarded)) {

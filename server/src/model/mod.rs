@@ -127,6 +127,32 @@ pub trait Tokenize {
     fn tokenize(&self, text: &str) -> Vec<Token>;
     /// The text of one token (lossy UTF-8), for logs and tests.
     fn token_text(&self, token: Token) -> String;
+    /// Which reading of the text this tokenizer gives: tokens remembered for a text (the prompt
+    /// plan's memo) are reused only under the same view. 0: the text as it is; a tokenizer that
+    /// redacts secrets before tokenizing ([`REDACTED_VIEW`]) has its own, so that tokens made
+    /// from a text with its secrets never reach a prompt that must go without them.
+    fn view(&self) -> u64 {
+        0
+    }
+}
+
+/// The [`Tokenize::view`] of a tokenizer that replaces secrets with placeholders first.
+pub const REDACTED_VIEW: u64 = 1;
+
+/// Where a completion may be generated when `model.endpoint` is set: decided per document by
+/// `route::completion_endpoint` from the settings in force, kept in its session and carried by
+/// each job. Without an endpoint, every job runs where the model thread is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Reach {
+    /// The endpoint gets the prompt as the local model would (a trusted endpoint, or an
+    /// untrusted one with `privacy: "allow"`).
+    #[default]
+    Endpoint,
+    /// The endpoint gets the prompt with its secrets replaced by placeholders first (an
+    /// untrusted endpoint with `privacy: "redact"`), as the cloud route redacts.
+    Redacted,
+    /// This machine's model only, for this reason.
+    Local(String),
 }
 
 /// What a prompt builder needs to know of the loaded model besides its tokenizer.
@@ -293,9 +319,9 @@ type Reply = oneshot::Sender<Result<Generation, GenerateError>>;
 
 /// What the model thread is asked to do.
 enum Job {
-    /// An inline completion (the engine's path). `local`: why it may not go to `model.endpoint`
-    /// (the file is one the endpoint may not see); `None`: it may.
-    Complete { request: GenerateRequest, reply: Reply, local: Option<String> },
+    /// An inline completion (the engine's path). `reach`: whether it may go to `model.endpoint`,
+    /// and how.
+    Complete { request: GenerateRequest, reply: Reply, reach: Reach },
     /// An instruction-style generation for a code action (see [`ChatRequest`]).
     Chat { request: ChatRequest, reply: Reply },
 }
@@ -425,23 +451,23 @@ impl ModelHandle {
 
     /// Queues a generation and returns at once with the way to its answer.
     pub fn submit(&self, request: GenerateRequest) -> Result<oneshot::Receiver<Result<Generation, GenerateError>>, GenerateError> {
-        self.submit_where(request, None)
+        self.submit_where(request, Reach::default())
     }
 
-    /// [`ModelHandle::generate`] for a file that may not go to `model.endpoint` when `local`
-    /// says why (see `route::completion_endpoint`); the same as `generate` without an endpoint.
-    pub async fn generate_where(&self, request: GenerateRequest, local: Option<String>) -> Result<Generation, GenerateError> {
-        self.submit_where(request, local)?.await.unwrap_or_else(|_| Err(self.unavailable()))
+    /// [`ModelHandle::generate`] for a file whose prompts reach `model.endpoint` as `reach`
+    /// says (see `route::completion_endpoint`); the same as `generate` without an endpoint.
+    pub async fn generate_where(&self, request: GenerateRequest, reach: Reach) -> Result<Generation, GenerateError> {
+        self.submit_where(request, reach)?.await.unwrap_or_else(|_| Err(self.unavailable()))
     }
 
-    /// [`ModelHandle::submit`] with [`ModelHandle::generate_where`]'s `local`.
-    pub fn submit_where(&self, request: GenerateRequest, local: Option<String>) -> Result<oneshot::Receiver<Result<Generation, GenerateError>>, GenerateError> {
+    /// [`ModelHandle::submit`] with [`ModelHandle::generate_where`]'s `reach`.
+    pub fn submit_where(&self, request: GenerateRequest, reach: Reach) -> Result<oneshot::Receiver<Result<Generation, GenerateError>>, GenerateError> {
         if let ModelStatus::Failed(_) | ModelStatus::NotConfigured = &*self.status.borrow() {
             return Err(self.unavailable());
         }
         let jobs = self.jobs.as_ref().ok_or_else(|| self.unavailable())?;
         let (reply, answer) = oneshot::channel();
-        jobs.send(Job::Complete { request, reply, local }).map_err(|_| self.unavailable())?;
+        jobs.send(Job::Complete { request, reply, reach }).map_err(|_| self.unavailable())?;
         Ok(answer)
     }
 

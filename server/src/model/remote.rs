@@ -9,11 +9,16 @@
 //! end it, and the connection is dropped at once when it does, or when the job's cancel flag
 //! is set (the next key). Sampling is greedy with a fixed seed.
 //!
+//! Where the endpoint is not trusted and `privacy` is `"redact"` ([`Reach::Redacted`]), every
+//! text the prompt is made of passes the cloud route's redactor before it is tokenized
+//! ([`Redacting`]): secrets become placeholders, which are put back in the answer.
+//!
 //! A job that may not go to the endpoint (its file, `route::completion_endpoint`; offline mode;
 //! the endpoint unreachable or its key unset) runs on a local model thread started on first
 //! need from the same GGUF (`model.localFallback`), or gets no suggestion; either way
 //! `Timings::backend` says why. Code actions' chat jobs run locally the same way.
 
+use std::cell::RefCell;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +29,8 @@ use tokio::sync::watch;
 use super::cache::Lru;
 use super::far::Fallback;
 use super::llama::{valid_utf8_prefix, VocabOnly};
-use super::{CancelFlag, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Prompt, Reply, Sampling, Timings, Token, Tokenize, VocabFacts};
+use super::{CancelFlag, GenerateError, GenerateRequest, Generation, Job, ModelInfo, ModelStatus, Prompt, Reach, Reply, Sampling, Timings, Token, Tokenize, VocabFacts, REDACTED_VIEW};
+use crate::cloud::redact::{redact, Redactions};
 use crate::config::{EndpointApi, EndpointConfig, ModelConfig};
 
 /// How long connecting to the endpoint may take before the job falls back.
@@ -38,6 +44,8 @@ const DOWN_FOR: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(5);
 /// The fixed sampling seed sent (greedy sampling never draws from it; vLLM wants one).
 pub const SEED: u64 = 0;
+/// Secrets remembered with their placeholders at most (past it the table starts again).
+const REDACTIONS: usize = 4096;
 
 /// Entry point of the remote model thread.
 pub(super) fn run(config: ModelConfig, sampling: Sampling, status: watch::Sender<ModelStatus>, jobs: mpsc::Receiver<Job>) {
@@ -54,6 +62,11 @@ pub(super) fn run(config: ModelConfig, sampling: Sampling, status: watch::Sender
         },
         None if endpoint.offline => {
             return fail("offline mode with `model.endpoint` and no `model.path`: no vocabulary to build prompts with, and the endpoint may not be asked".into(), &status, jobs)
+        }
+        None if endpoint.api == EndpointApi::Vllm => {
+            // vLLM's /tokenize reads special-token text in the code as special tokens: the
+            // prompts would not be the local model's.
+            return fail("`model.endpointApi: \"vllm\"` needs `model.path`: the prompts are tokenized with the GGUF's vocabulary".into(), &status, jobs);
         }
         None => None,
     };
@@ -85,6 +98,7 @@ pub(super) fn run(config: ModelConfig, sampling: Sampling, status: watch::Sender
         fallback: Fallback::new(&config, sampling),
         down: None,
         suggestions: Lru::new(256),
+        redactions: RefCell::default(),
     };
     let (format, n_ctx_train) = match &remote.vocab {
         Some(v) => (v.info.format.to_string(), v.n_ctx_train),
@@ -150,6 +164,10 @@ struct Remote {
     down: Option<(Instant, String)>,
     /// Generated text by prompt, as the model thread's suggestion cache.
     suggestions: Lru<u64, (String, usize)>,
+    /// The placeholders of the secrets redacted so far, kept for the thread's life: the same
+    /// secret gets the same placeholder in every prompt (so the server's prompt cache keeps
+    /// working), and a placeholder in an answer is put back.
+    redactions: RefCell<Redactions>,
 }
 
 /// Why a job did not get its answer from the endpoint.
@@ -167,23 +185,28 @@ impl Remote {
             job @ Job::Chat { .. } => {
                 self.run_locally(job, "code actions run on this machine's model or the cloud route, not on `model.endpoint`".into());
             }
-            Job::Complete { request, reply, local } => self.complete(request, reply, local),
+            Job::Complete { request, reply, reach } => self.complete(request, reply, reach),
         }
     }
 
-    fn complete(&mut self, request: GenerateRequest, reply: Reply, local: Option<String>) {
+    fn complete(&mut self, request: GenerateRequest, reply: Reply, reach: Reach) {
         if request.cancel.is_cancelled() {
             let _ = reply.send(Err(GenerateError::Cancelled));
             return;
         }
+        let (local, redacted) = match reach {
+            Reach::Local(why) => (Some(why), false),
+            Reach::Redacted => (None, true),
+            Reach::Endpoint => (None, false),
+        };
         let why = local
             .or_else(|| self.endpoint.offline.then(|| "offline mode: the endpoint is never asked".to_owned()))
             .or_else(|| self.key.as_ref().err().cloned())
             .or_else(|| self.down.as_ref().filter(|(until, _)| Instant::now() < *until).map(|(_, why)| format!("the endpoint could not be reached ({why})")));
         if let Some(why) = why {
-            return self.run_locally(Job::Complete { request, reply, local: None }, why);
+            return self.run_locally(Job::Complete { request, reply, reach: Reach::default() }, why);
         }
-        match self.generate(&request) {
+        match self.generate(&request, redacted) {
             Ok(g) => {
                 self.down = None;
                 let _ = reply.send(Ok(g));
@@ -196,11 +219,11 @@ impl Remote {
             Err(RemoteError::Down(why)) => {
                 tracing::warn!(endpoint = %self.endpoint.url, "the endpoint cannot be reached: {why}; not tried again for {} s", DOWN_FOR.as_secs());
                 self.down = Some((Instant::now() + DOWN_FOR, why.clone()));
-                self.run_locally(Job::Complete { request, reply, local: None }, format!("the endpoint could not be reached ({why})"));
+                self.run_locally(Job::Complete { request, reply, reach: Reach::default() }, format!("the endpoint could not be reached ({why})"));
             }
             Err(RemoteError::Failed(why)) => {
                 tracing::warn!(endpoint = %self.endpoint.url, "the endpoint failed: {why}");
-                self.run_locally(Job::Complete { request, reply, local: None }, format!("the endpoint failed ({why})"));
+                self.run_locally(Job::Complete { request, reply, reach: Reach::default() }, format!("the endpoint failed ({why})"));
             }
         }
     }
@@ -260,26 +283,35 @@ impl Remote {
         }
     }
 
-    /// Builds the prompt and streams its answer from the endpoint.
-    fn generate(&mut self, request: &GenerateRequest) -> Result<Generation, RemoteError> {
+    /// Builds the prompt (its texts redacted first when `redacted`) and streams its answer from
+    /// the endpoint.
+    fn generate(&mut self, request: &GenerateRequest, redacted: bool) -> Result<Generation, RemoteError> {
         let start = Instant::now();
         let n_ctx = self.n_ctx();
         if self.vocab.is_none() && self.server_vocab.is_none() {
             let probed = ServerFacts::probe(self).map_err(RemoteError::Down)?;
             self.server_vocab = Some(probed);
         }
+        if self.redactions.borrow().pairs.len() > REDACTIONS {
+            self.redactions.borrow_mut().pairs.clear();
+        }
+        let build = |tokenizer: &dyn Tokenize, facts: &VocabFacts| match redacted {
+            true => (request.prompt)(&Redacting { inner: tokenizer, redactions: &self.redactions }, facts),
+            false => (request.prompt)(tokenizer, facts),
+        };
         let (prompt, facts) = match (&self.vocab, &self.server_vocab) {
             (Some(v), _) => {
                 let facts = VocabFacts { fim: v.info.format.clone(), bos: v.info.bos, n_ctx, file_sep: v.info.file_sep };
-                ((request.prompt)(&v.tokenizer(), &facts), facts)
+                (build(&v.tokenizer(), &facts), facts)
             }
             (None, Some(s)) => {
                 let facts = VocabFacts { fim: s.format.clone(), bos: s.bos, n_ctx, file_sep: s.file_sep };
-                let tokenizer = ServerTokenizer { remote: self };
-                ((request.prompt)(&tokenizer, &facts), facts)
+                (build(&ServerTokenizer { remote: self }, &facts), facts)
             }
             (None, None) => unreachable!("probed above"),
         };
+        // A placeholder the model wrote is put back: the secret never left, and the user sees it.
+        let restore = |text: String| if redacted { self.redactions.borrow().restore(&text) } else { text };
         let Prompt { tokens, stop, stop_key, max_tokens, unfinished } = prompt;
         let mut timings = Timings { backend: Some("endpoint".into()), ..Timings::default() };
         if tokens.is_empty() {
@@ -304,7 +336,7 @@ impl Remote {
             timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
             timings.ttft_ms = timings.total_ms;
             timings.prompt = tokens;
-            return Ok(Generation { text, timings });
+            return Ok(Generation { text: restore(text), timings });
         }
         if ahead_only && self.endpoint.api != EndpointApi::LlamaServer {
             return Ok(Generation { text: String::new(), timings });
@@ -314,7 +346,7 @@ impl Remote {
         if !ahead_only {
             self.suggestions.put(key, (text.clone(), timings.generated_tokens));
         }
-        Ok(Generation { text, timings })
+        Ok(Generation { text: restore(text), timings })
     }
 
     /// The answer to `tokens`, streamed, as the model thread would make it: where the server's
@@ -656,6 +688,29 @@ impl Remote {
         let text = r.text().await.map_err(|e| describe(&e))?;
         let v: Value = serde_json::from_str(&text).map_err(|e| format!("/tokenize: not JSON ({e})"))?;
         Ok(v.get("tokens").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_i64).map(|t| t as Token).collect()).unwrap_or_default())
+    }
+}
+
+/// A tokenizer that runs the cloud route's redactor on each text before `inner` tokenizes it:
+/// every part of a prompt (outline, the text around the cursor, the cross-file section) reaches
+/// the endpoint — and, without a GGUF, its `/tokenize` — with its secrets replaced.
+struct Redacting<'a> {
+    inner: &'a dyn Tokenize,
+    redactions: &'a RefCell<Redactions>,
+}
+
+impl Tokenize for Redacting<'_> {
+    fn tokenize(&self, text: &str) -> Vec<Token> {
+        let text = redact(text, &mut self.redactions.borrow_mut());
+        self.inner.tokenize(&text)
+    }
+
+    fn token_text(&self, token: Token) -> String {
+        self.inner.token_text(token)
+    }
+
+    fn view(&self) -> u64 {
+        REDACTED_VIEW
     }
 }
 

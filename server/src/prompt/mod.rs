@@ -189,10 +189,14 @@ struct Memo {
     /// times over.
     lines: HashMap<u64, usize>,
     /// The last outline and its tokens: the outline seldom changes between keystrokes.
-    outline: (String, Vec<Token>),
+    outline: (u64, String, Vec<Token>),
     /// The last cross-file section and its tokens: it changes even more seldom.
-    cross_file: (cross_file::Section, Vec<Token>),
+    cross_file: (u64, cross_file::Section, Vec<Token>),
 }
+
+// Each entry is kept with the tokenizer's `Tokenize::view`: tokens made from a text as it is
+// are never reused for a prompt whose texts must be redacted first (the endpoint's, see
+// `model::Reach::Redacted`), nor the other way.
 
 impl Memo {
     /// Tokens of `text` for the budget: the sum of its lines' counts, each line tokenized once
@@ -203,24 +207,24 @@ impl Memo {
             self.lines.clear();
         }
         text.split_inclusive('\n')
-            .map(|line| *self.lines.entry(Hasher::default().hash_one(line)).or_insert_with(|| tokenizer.tokenize(line).len()))
+            .map(|line| *self.lines.entry(Hasher::default().hash_one((tokenizer.view(), line))).or_insert_with(|| tokenizer.tokenize(line).len()))
             .sum()
     }
 
     /// The cross-file section's tokens, made again only when it changed.
     fn cross_file(&mut self, tokenizer: &dyn Tokenize, section: &cross_file::Section, file_sep: Option<Token>) -> Vec<Token> {
-        if self.cross_file.0 != *section || self.cross_file.1.is_empty() {
-            self.cross_file = (section.clone(), section.tokens(tokenizer, file_sep));
+        if self.cross_file.0 != tokenizer.view() || self.cross_file.1 != *section || self.cross_file.2.is_empty() {
+            self.cross_file = (tokenizer.view(), section.clone(), section.tokens(tokenizer, file_sep));
         }
-        self.cross_file.1.clone()
+        self.cross_file.2.clone()
     }
 
     /// The outline's tokens, tokenized again only when it changed.
     fn outline(&mut self, tokenizer: &dyn Tokenize, outline: &str) -> Vec<Token> {
-        if self.outline.0 != outline {
-            self.outline = (outline.to_owned(), tokenizer.tokenize(outline));
+        if self.outline.0 != tokenizer.view() || self.outline.1 != outline {
+            self.outline = (tokenizer.view(), outline.to_owned(), tokenizer.tokenize(outline));
         }
-        self.outline.1.clone()
+        self.outline.2.clone()
     }
 }
 

@@ -238,3 +238,33 @@ fn the_section_stays_while_typing_and_the_head_is_its_start() {
     nothing.purpose = Purpose::Head;
     assert!(PromptPlan::build(&nothing, &t, &qwen(4096), &memo).tokens.is_empty());
 }
+
+/// [`Bytes`] read through another view, as the endpoint's redacting tokenizer is: `x` becomes
+/// `#` before tokenizing.
+struct Masked;
+
+impl Tokenize for Masked {
+    fn tokenize(&self, text: &str) -> Vec<Token> {
+        Bytes::default().tokenize(&text.replace('x', "#"))
+    }
+    fn token_text(&self, token: Token) -> String {
+        Bytes::default().token_text(token)
+    }
+    fn view(&self) -> u64 {
+        crate::model::REDACTED_VIEW
+    }
+}
+
+#[test]
+fn tokens_remembered_under_one_view_are_not_reused_under_another() {
+    let mut d = draft(1024);
+    d.context.outline[0].text = "import x".into();
+    let memo = TokenMemo::default();
+    let plain = PromptPlan::build(&d, &Bytes::default(), &qwen(4096), &memo);
+    assert!(text_of(&Bytes::default(), &plain.tokens).contains("import x"));
+    // The same memo, the masking view: no token of the plain text's outline comes back.
+    let masked = PromptPlan::build(&d, &Masked, &qwen(4096), &memo);
+    assert_eq!(masked, PromptPlan::build(&d, &Masked, &qwen(4096), &TokenMemo::default()), "as with a memo of its own");
+    let text = text_of(&Bytes::default(), &masked.tokens);
+    assert!(!text.contains('x') && text.contains("import #"), "{text}");
+}

@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::{Prefer, Privacy};
+use crate::model::Reach;
 
 /// What is being asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,27 +165,29 @@ pub fn route(i: &Inputs<'_>) -> Decision {
     }
 }
 
-/// Whether a file's completions may go to `model.endpoint`: `None` when they may, else why not
-/// (they then run on this machine's model, or get no suggestion). Offline, nothing goes; a
-/// trusted endpoint (a team's own box, or loopback) sees what the local model would; an
-/// untrusted one what the cloud route would: nothing with `privacy: "local-only"` (the
-/// default) or `"redact"` (a completion prompt is not redacted: a secret just before the cursor
-/// is what the model would complete), and never a file `cloud.exclude` names.
-pub fn completion_endpoint(trusted: bool, offline: bool, privacy: Privacy, excluded_by: Option<&str>) -> Option<String> {
+/// Whether a file's completions may go to `model.endpoint`, and how (else they run on this
+/// machine's model, or get no suggestion). Offline, nothing goes; a trusted endpoint (a team's
+/// own box, or loopback) sees what the local model would; an untrusted one what the cloud route
+/// would: nothing with `privacy: "local-only"` (the default), never a file `cloud.exclude`
+/// names, the prompt with its secrets replaced with `"redact"` ([`Reach::Redacted`]), and as it
+/// is with `"allow"`.
+pub fn completion_endpoint(trusted: bool, offline: bool, privacy: Privacy, excluded_by: Option<&str>) -> Reach {
     if offline {
-        return Some("offline mode: nothing leaves the machine".into());
+        return Reach::Local("offline mode: nothing leaves the machine".into());
     }
     if trusted {
-        return None;
+        return Reach::Endpoint;
+    }
+    if privacy == Privacy::LocalOnly {
+        return Reach::Local("privacy is local-only and the endpoint is not trusted (`model.endpointTrusted`)".into());
+    }
+    if let Some(glob) = excluded_by {
+        return Reach::Local(format!("the file matches the exclusion `{glob}`, so it is never sent to an untrusted endpoint"));
     }
     match privacy {
-        Privacy::LocalOnly => return Some("privacy is local-only and the endpoint is not trusted (`model.endpointTrusted`)".into()),
-        Privacy::Redact => {
-            return Some("privacy is redact, and completion prompts are not redacted: only `privacy: \"allow\"` sends them to an untrusted endpoint".into())
-        }
-        Privacy::Allow => {}
+        Privacy::Redact => Reach::Redacted,
+        _ => Reach::Endpoint,
     }
-    excluded_by.map(|glob| format!("the file matches the exclusion `{glob}`, so it is never sent to an untrusted endpoint"))
 }
 
 /// Opens after `threshold` cloud failures in a row, stays open for `cooldown`, then lets one
@@ -369,12 +372,14 @@ mod tests {
 
     #[test]
     fn completions_go_to_an_untrusted_endpoint_only_where_the_cloud_route_would_go() {
-        assert_eq!(completion_endpoint(true, false, Privacy::LocalOnly, Some(".env")), None, "trusted: as the local model");
-        assert!(completion_endpoint(true, true, Privacy::Allow, None).unwrap().contains("offline"));
-        assert!(completion_endpoint(false, true, Privacy::Allow, None).unwrap().contains("offline"));
-        assert!(completion_endpoint(false, false, Privacy::LocalOnly, None).unwrap().contains("local-only"));
-        assert!(completion_endpoint(false, false, Privacy::Redact, None).unwrap().contains("redact"));
-        assert!(completion_endpoint(false, false, Privacy::Allow, Some("*.pem")).unwrap().contains("*.pem"));
-        assert_eq!(completion_endpoint(false, false, Privacy::Allow, None), None);
+        let local = |r: Reach, what: &str| matches!(&r, Reach::Local(why) if why.contains(what));
+        assert_eq!(completion_endpoint(true, false, Privacy::LocalOnly, Some(".env")), Reach::Endpoint, "trusted: as the local model");
+        assert!(local(completion_endpoint(true, true, Privacy::Allow, None), "offline"));
+        assert!(local(completion_endpoint(false, true, Privacy::Allow, None), "offline"));
+        assert!(local(completion_endpoint(false, false, Privacy::LocalOnly, None), "local-only"));
+        assert_eq!(completion_endpoint(false, false, Privacy::Redact, None), Reach::Redacted, "redacted, as the cloud route");
+        assert!(local(completion_endpoint(false, false, Privacy::Redact, Some("*.pem")), "*.pem"));
+        assert!(local(completion_endpoint(false, false, Privacy::Allow, Some("*.pem")), "*.pem"));
+        assert_eq!(completion_endpoint(false, false, Privacy::Allow, None), Reach::Endpoint);
     }
 }

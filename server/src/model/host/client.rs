@@ -4,9 +4,12 @@
 //! generated token's text comes back and this window's stop rule answers whether it is complete.
 //!
 //! A host that cannot be reached, is refused (a socket not ours or open to others) or dies
-//! mid-request leaves the window on its own in-process model (`far::Fallback`), for good: the
-//! log and `Timings::backend` (`local: …`) say why. The next window to start finds no host and
-//! starts a new one.
+//! mid-request leaves the window on its own in-process model (`far::Fallback`): the log and
+//! `Timings::backend` (`local: …`) say why. The window does not stay there: at its next job
+//! after a back-off ([`Away`]) it looks for the host again — starting one in the background
+//! when none runs or starts, while it answers from its own model — and once one answers, its
+//! jobs go there again and its in-process model is unloaded (said in the log and the model's
+//! status). The next window to start finds no host and starts a new one.
 
 use std::io::BufReader;
 use std::os::unix::net::UnixStream;
@@ -30,6 +33,12 @@ use crate::model::{CancelFlag, GenerateError, Generation, Job, ModelInfo, ModelS
 const START_WITHIN: Duration = Duration::from_secs(120);
 /// How often the cancel flag is looked at while waiting for the host.
 const POLL: Duration = Duration::from_millis(5);
+/// After the host was lost (or never found), how long the window answers from its own model
+/// before it looks for a host again; doubled at each look that finds none, up to [`BACK_OFF_MAX`].
+const BACK_OFF: Duration = Duration::from_secs(2);
+const BACK_OFF_MAX: Duration = Duration::from_secs(300);
+/// How often a host that is starting (its lock held) is looked for.
+const STARTING_POLL: Duration = Duration::from_millis(250);
 
 /// Entry point of the model thread of a language server with `model.shared`.
 pub(in crate::model) fn run(config: ModelConfig, sampling: Sampling, status: watch::Sender<ModelStatus>, jobs: mpsc::Receiver<Job>) {
@@ -38,36 +47,32 @@ pub(in crate::model) fn run(config: ModelConfig, sampling: Sampling, status: wat
     let vocab = match VocabOnly::load(&spec.path) {
         Ok(v) => v,
         Err(e) => {
-            // The in-process model reports the same file's problem in its own words.
-            return serve_locally(fallback, format!("the model's vocabulary cannot be read ({e})"), &status, jobs);
+            // The in-process model reports the same file's problem in its own words; without the
+            // vocabulary no prompt can be built for a host, so the window stays on its own model.
+            let why = format!("the model's vocabulary cannot be read ({e})");
+            go_local(&mut fallback, &why, &status);
+            while let Ok(job) = jobs.recv() {
+                fallback.run(job, why.clone(), true);
+            }
+            return;
         }
     };
-    let host = match connect_or_start(&spec) {
-        Ok(h) => h,
-        Err(why) => {
-            tracing::warn!("no shared model host: {why}; loading the model in this process");
-            return serve_locally(fallback, format!("no shared model host ({why})"), &status, jobs);
-        }
-    };
-    let info = &host.info;
-    tracing::info!(pid = info.pid, windows = info.windows, "connected to the shared model host");
-    status.send_replace(ModelStatus::Ready(ModelInfo {
-        backend: format!("shared host (pid {}): {}", info.pid, info.model.backend),
-        discovered: config.discovered.clone(),
-        ..info.model.clone()
-    }));
-    let mut window = Window { host: Some(host), vocab, gone: None, next: 0 };
+    let mut window = Window { spec, discovered: config.discovered.clone(), host: None, vocab, away: None, next: 0 };
+    match connect_or_start(&window.spec) {
+        Ok(host) => window.joined(host, &status),
+        Err(why) => window.leave(format!("no shared model host ({why})"), &mut fallback, &status),
+    }
     while let Ok(job) = jobs.recv() {
-        window.serve(job, &mut fallback);
+        window.serve(job, &mut fallback, &status);
     }
     tracing::debug!("host client thread exits");
 }
 
-/// Serves every job on the in-process model, its status mirrored, `why` in the timings.
-fn serve_locally(mut fallback: Fallback, why: String, status: &watch::Sender<ModelStatus>, jobs: mpsc::Receiver<Job>) {
-    fallback.start(&why);
+/// Starts the in-process model (if it is not running yet) and mirrors its status (load
+/// progress, then ready or failed) until it settles.
+fn go_local(fallback: &mut Fallback, why: &str, status: &watch::Sender<ModelStatus>) {
+    fallback.start(why);
     if let Some(mut local) = fallback.status() {
-        // Mirror the local model's load (progress, then ready or failed) until it settles.
         loop {
             let now = local.borrow_and_update().clone();
             let settled = !matches!(now, ModelStatus::Loading { .. });
@@ -77,9 +82,6 @@ fn serve_locally(mut fallback: Fallback, why: String, status: &watch::Sender<Mod
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-    while let Ok(job) = jobs.recv() {
-        fallback.run(job, why.clone(), true);
     }
 }
 
@@ -107,11 +109,25 @@ impl Host {
 }
 
 struct Window {
+    spec: Spec,
+    /// How the model was found, for the status.
+    discovered: Option<String>,
     host: Option<Host>,
     vocab: VocabOnly,
-    /// Why the host is no longer used.
-    gone: Option<String>,
+    /// Without a host: why, and when to look for one again.
+    away: Option<Away>,
     next: u64,
+}
+
+/// A window on its own model: why, and its next look for a host.
+struct Away {
+    why: String,
+    /// When the next job looks for the host again.
+    look_at: Instant,
+    /// The wait after a look that finds none (doubled each time, up to [`BACK_OFF_MAX`]).
+    back_off: Duration,
+    /// The host this window started, if any: set once that process has exited.
+    started: Option<Arc<AtomicBool>>,
 }
 
 /// Why a job got no answer from the host.
@@ -121,9 +137,12 @@ enum HostError {
 }
 
 impl Window {
-    fn serve(&mut self, job: Job, fallback: &mut Fallback) {
-        if let Some(why) = &self.gone {
-            return fallback.run(job, why.clone(), true);
+    fn serve(&mut self, job: Job, fallback: &mut Fallback, status: &watch::Sender<ModelStatus>) {
+        if self.host.is_none() {
+            self.look_for_host(fallback, status);
+        }
+        if let Some(away) = &self.away {
+            return fallback.run(job, away.why.clone(), true);
         }
         let answered = match &job {
             Job::Complete { request, .. } => self.complete(&request.prompt, &request.cancel),
@@ -135,10 +154,94 @@ impl Window {
         match answered {
             Ok(result) => job.reply(result),
             Err(HostError::Gone(why)) => {
-                tracing::warn!("{why}: loading the model in this process");
-                self.host = None;
-                self.gone = Some(why.clone());
+                self.leave(why.clone(), fallback, status);
                 fallback.run(job, why, true);
+            }
+        }
+    }
+
+    /// Jobs go to `host` from now on; the in-process model, if one was loaded, is unloaded.
+    fn joined(&mut self, host: Host, status: &watch::Sender<ModelStatus>) {
+        let info = &host.info;
+        tracing::info!(pid = info.pid, windows = info.windows, "connected to the shared model host");
+        status.send_replace(ModelStatus::Ready(ModelInfo {
+            backend: format!("shared host (pid {}): {}", info.pid, info.model.backend),
+            discovered: self.discovered.clone(),
+            ..info.model.clone()
+        }));
+        self.host = Some(host);
+        self.away = None;
+    }
+
+    /// The host is gone or was never found: jobs run on the in-process model (loaded now) until
+    /// a look for the host after the back-off finds one.
+    fn leave(&mut self, why: String, fallback: &mut Fallback, status: &watch::Sender<ModelStatus>) {
+        tracing::warn!("{why}: loading the model in this process; looking for a shared host again in {} s", BACK_OFF.as_secs());
+        self.host = None;
+        self.away = Some(Away { why: why.clone(), look_at: Instant::now() + BACK_OFF, back_off: BACK_OFF, started: None });
+        go_local(fallback, &why, status);
+    }
+
+    /// Once the back-off has passed: connects to the host if one listens (and unloads the
+    /// in-process model), or starts one in the background when none runs or starts. Never
+    /// waits for a host to load: the job at hand runs on the in-process model meanwhile.
+    fn look_for_host(&mut self, fallback: &mut Fallback, status: &watch::Sender<ModelStatus>) {
+        let Some(away) = self.away.as_mut() else { return };
+        let now = Instant::now();
+        if now < away.look_at {
+            return;
+        }
+        let place = match Place::of(&self.spec) {
+            Ok(p) => p,
+            Err(e) => {
+                away.back_off = (away.back_off * 2).min(BACK_OFF_MAX);
+                away.look_at = now + away.back_off;
+                return tracing::debug!("no place for a shared host: {e}");
+            }
+        };
+        let found = super::make_dir(place.dir()).and_then(|()| connect(&place.socket, ToHost::Hello));
+        match found {
+            Ok(Some(host)) => {
+                tracing::info!(pid = host.info.pid, "rejoined the shared model host: unloading the model in this process ({})", away.why);
+                fallback.stop();
+                self.joined(host, status);
+            }
+            Ok(None) => {
+                if let Some(exited) = &away.started {
+                    if !exited.load(Ordering::SeqCst) {
+                        // The host this window started is loading: look again soon, without
+                        // waiting for it here.
+                        away.look_at = now + STARTING_POLL;
+                        return;
+                    }
+                    // It exited without listening: wait longer before the next one.
+                    away.started = None;
+                    away.back_off = (away.back_off * 2).min(BACK_OFF_MAX);
+                    away.look_at = now + away.back_off;
+                    return;
+                }
+                if super::serve::lock_held(&place.lock) {
+                    // Another window's host is starting.
+                    away.look_at = now + STARTING_POLL;
+                    return;
+                }
+                match start(&self.spec, &place) {
+                    Ok(exited) => {
+                        away.started = Some(exited);
+                        away.look_at = now + STARTING_POLL;
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot start the shared model host again: {e}");
+                        away.back_off = (away.back_off * 2).min(BACK_OFF_MAX);
+                        away.look_at = now + away.back_off;
+                    }
+                }
+            }
+            Err(refused) => {
+                tracing::debug!("still no shared model host: {refused}");
+                away.why = format!("no shared model host ({refused})");
+                away.back_off = (away.back_off * 2).min(BACK_OFF_MAX);
+                away.look_at = now + away.back_off;
             }
         }
     }

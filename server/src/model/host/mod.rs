@@ -244,8 +244,8 @@ mod private {
         Ok(cred.uid)
     }
 
-    /// The uid of the process at the other end of a Unix socket.
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    /// The uid of the process at the other end of a Unix socket (macOS and the BSDs).
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd", target_os = "openbsd", target_os = "netbsd", target_os = "dragonfly"))]
     pub fn peer_uid(socket: &impl AsRawFd) -> std::io::Result<u32> {
         let (mut uid, mut gid) = (0, 0);
         // SAFETY: `uid` and `gid` are valid for writes; the fd is open.
@@ -253,6 +253,13 @@ mod private {
             return Err(std::io::Error::last_os_error());
         }
         Ok(uid)
+    }
+
+    /// Elsewhere the peer cannot be known: every host is refused, and the window loads its own
+    /// model (never a connection whose other end is unchecked).
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios", target_os = "freebsd", target_os = "openbsd", target_os = "netbsd", target_os = "dragonfly")))]
+    pub fn peer_uid(_socket: &impl AsRawFd) -> std::io::Result<u32> {
+        Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "no peer credentials on this system"))
     }
 }
 

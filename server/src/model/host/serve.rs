@@ -220,7 +220,7 @@ impl Host {
                         }),
                         cancel,
                     };
-                    self.run_job(window, id, &writer, &running, |reply| Job::Complete { request, reply, local: None });
+                    self.run_job(window, id, &writer, &running, |reply| Job::Complete { request, reply, reach: Default::default() });
                 }
                 ToHost::Chat { id, messages, max_tokens } => {
                     let (cancel, stop) = self.start_job(id, &writer, &running);
