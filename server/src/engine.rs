@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tree_sitter::Tree;
 
 use crate::config::CompletionConfig;
-use crate::context::{self, CrossFile, Strategy};
+use crate::context::{self, CrossFile, LaidOut, Strategy};
 use crate::model::{CacheHit, CancelFlag, GenerateError, ModelHandle, ModelStatus, Reach, Timings};
 use crate::postprocess::{self, StopRule};
 use crate::prompt::{Draft, Purpose, TokenMemo};
@@ -329,7 +329,8 @@ impl Engine {
         let draft = Draft {
             context: context::line_window("", 0, 0, 0),
             stop: StopRule::for_cursor("", ""),
-            cross_file: Some(cross_file),
+            // No answer comes of it: its layout is nobody's (`Session::laid_out` is the answers').
+            cross_file: Some(CrossFile { laid_out: LaidOut::default(), ..cross_file }),
             purpose: Purpose::Head,
             max_prompt_tokens: self.config.max_prompt_tokens,
             max_tokens: self.config.max_tokens,
@@ -359,6 +360,10 @@ impl Engine {
         }
         let mut draft = self.draft(input);
         draft.purpose = Purpose::Prompt;
+        // No answer comes of it: its layout must not replace an answer's (`Session::laid_out`).
+        if let Some(cross) = &mut draft.cross_file {
+            cross.laid_out = LaidOut::default();
+        }
         self.decode_ahead(cancel, draft, "the prompt at the cursor", session.reach())
     }
 

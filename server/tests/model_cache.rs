@@ -5,7 +5,8 @@ mod common;
 
 use common::*;
 use ghostline::config::Options;
-use ghostline::engine::{Engine, Input};
+use ghostline::engine::{Engine, Input, OwnedInput};
+use ghostline::session::Session;
 use ghostline::context::{ContextParts, CrossFile, OutlineItem, Related, Strategy};
 use ghostline::model::{CancelFlag, GenerateError, GenerateRequest, ModelHandle, ModelStatus, Progress, Sampling, Tokenize, VocabFacts};
 use ghostline::postprocess::StopRule;
@@ -113,6 +114,45 @@ fn decoding_ahead_what_the_cache_holds_keeps_the_rest() {
     let asked = rt.block_on(e.complete(input, CancelFlag::new())).unwrap().timings;
     assert_eq!(asked.prompt_tokens, whole.prompt_tokens);
     assert!(asked.prefill_tokens < 32 && asked.restored_tokens == 0, "{asked:?}");
+}
+
+/// What is decoded ahead answers nobody (the head of a file on open, the prompt where the
+/// cursor rests): it leaves the session's cross-file section as the last answer laid it out,
+/// which the server reports with that answer (`ghostline/lastTimings`).
+#[test]
+fn decoding_ahead_leaves_the_answers_section_alone() {
+    let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
+    let spec = syntax::by_language_id("python").unwrap();
+    let line_start: usize = text.split('\n').take(line as usize).map(|l| l.len() + 1).sum();
+    let cursor = line_start + col as usize;
+    let tree = spec.parse(&text);
+    let session = Session::default();
+    let section = |name: &str, sig: &str| CrossFile {
+        path: "shapes.py".into(),
+        comment: "#",
+        snippets: vec![Related { path: name.into(), text: sig.into(), line: 3, recent: false }],
+        laid_out: session.laid_out(),
+    };
+    let asked = section("geometry.py", "def circle_area(r: float) -> float: ...");
+    let rt = rt();
+    let e = engine();
+    assert!(matches!(rt.block_on(e.model.wait_loaded()), ModelStatus::Ready(_)));
+    let input = Input { cross_file: Some(&asked), text: &text, cursor, syntax: Some((spec, &tree)) };
+    rt.block_on(e.complete_in(&session, input, CancelFlag::new())).unwrap();
+    let answered = session.laid_out().get();
+    assert!(answered.contains("def circle_area("), "{answered}");
+    let ahead = section("units.py", "def to_meters(feet: float) -> float: ...");
+    {
+        let _runtime = rt.enter();
+        assert!(e.prefill_head(&session, ahead.clone()));
+        let rest = OwnedInput { text: text.clone(), cursor: line_start, syntax: Some((spec, tree.clone())), cross_file: Some(ahead) };
+        assert!(e.prefill_at(&session, rest));
+    }
+    // A request of another session, queued behind both: once it is answered, both prompts
+    // were laid out (the model thread takes its jobs in order).
+    let behind = Input { cross_file: None, text: &text, cursor, syntax: Some((spec, &tree)) };
+    rt.block_on(e.complete(behind, CancelFlag::new())).unwrap();
+    assert_eq!(session.laid_out().get(), answered, "a prompt decoded ahead replaced the answer's section");
 }
 
 /// Cancelling while the prompt is being decoded, and again while tokens are being generated,

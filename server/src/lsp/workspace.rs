@@ -171,7 +171,6 @@ impl Backend {
         tokio::task::spawn_blocking(move || {
             ws.index.update(&path, &text);
             let cross = snapshot.and_then(|s| ws.cross_file(&path, &s.text, s.cursor, s.syntax.as_ref().map(|(sp, t)| (*sp, t)), budget));
-            let cross = cross.map(|c| CrossFile { laid_out: session.laid_out(), ..c });
             // (A blocking task runs inside the runtime: the engine can spawn from here.)
             if let (Some(engine), Some(cross)) = (engine, cross) {
                 engine.prefill_head(&session, cross);
@@ -257,7 +256,8 @@ fn prefill_rest(state: &Mutex<State>, enc: Encoding, again: bool) {
         (engine, st.session(&uri), snap, uri_to_path(uri.0.as_str()), ws, max_prompt_tokens, position)
     };
     let cross_file = match (&ws, &path) {
-        (Some(ws), Some(path)) => section(ws, path, &snap, max_prompt_tokens, session.laid_out()),
+        // Decoded for no answer: its layout is not the session's (see `Engine::prefill_at`).
+        (Some(ws), Some(path)) => section(ws, path, &snap, max_prompt_tokens, LaidOut::default()),
         _ => None,
     };
     if again {
