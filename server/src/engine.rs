@@ -275,11 +275,9 @@ impl Engine {
     /// What to complete at this cursor before tokens: the context, the stop rule and the
     /// limits; the prompt plan (`crate::prompt`) makes the tokens from it.
     ///
-    /// When the cursor's line holds only indentation (or nothing), the prompt ends before that
-    /// line's line break instead: a prompt ending in `\n` or a run of spaces splits tokens where
-    /// the model never saw them split (BPE vocabularies merge a line break with the next
-    /// indentation), and it answers with a stray blank line. The model writes the line break
-    /// and indentation itself; the stop rule requires them and removes them again.
+    /// The prompt ends where the model's own tokens would end, not at the cursor (see
+    /// [`lead_start`]): the model writes the text in between itself; the stop rule requires it
+    /// and removes it again.
     pub fn draft(&self, input: Input<'_>) -> Draft {
         let text = input.text;
         let cursor = text.floor_char_boundary(input.cursor);
@@ -304,9 +302,8 @@ impl Engine {
             self.config.lines_before as usize,
             self.config.lines_after as usize,
         );
-        if line_start > 0 && before.trim().is_empty() {
-            let break_start = if text[..line_start].ends_with("\r\n") { line_start - 2 } else { line_start - 1 };
-            let lead = &text[break_start..cursor];
+        if let Some(lead_start) = lead_start(text, line_start, cursor) {
+            let lead = &text[lead_start..cursor];
             if context.prefix.len() > lead.len() && context.prefix.ends_with(lead) {
                 context.prefix.truncate(context.prefix.len() - lead.len());
                 stop = stop.with_lead(lead);
@@ -381,6 +378,33 @@ impl Engine {
 }
 
 /// The generated text cut at the stop rule and checked against the syntax tree.
+/// Where the prompt ends when it should not end at the cursor, for a cursor at `cursor` on the
+/// line starting at `line_start`. A prompt that ends in a line break, a run of spaces or part of
+/// a word splits tokens where the model never saw them split: BPE vocabularies merge a line
+/// break with the next indentation, a space with the word after it, and a word's letters into
+/// one token. Given `return F`, the FIM test model answers `lse:`; given `        se` (for
+/// `seems_fishy = True`), `se:`. So the prompt leaves out
+/// - on a line of indentation only: the line break and the indentation (the model answers with
+///   a stray blank line otherwise);
+/// - after a word's first letters or a space following code, with no word character after the
+///   cursor: that word part and the spaces before it, and when only indentation precedes them,
+///   the line break and indentation too.
+pub fn lead_start(text: &str, line_start: usize, cursor: usize) -> Option<usize> {
+    let before = &text[line_start..cursor];
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    if text[cursor..].chars().next().is_some_and(is_word) {
+        return None; // inside a word: the model would write its end again
+    }
+    let rest = before.trim_end_matches(is_word);
+    let code = rest.trim_end_matches([' ', '\t']);
+    if code.trim().is_empty() {
+        // Nothing but indentation before the cursor or the word it is in.
+        let break_start = if text[..line_start].ends_with("\r\n") { line_start.checked_sub(2) } else { line_start.checked_sub(1) };
+        return break_start;
+    }
+    (code.len() < before.len()).then_some(line_start + code.len())
+}
+
 fn finish(input: Input<'_>, stop: &StopRule, strategy: Strategy, generation: crate::model::Generation) -> Suggestion {
     if crate::config::log_code() {
         tracing::trace!(raw = ?generation.text, "generated");
@@ -422,4 +446,38 @@ fn looks_binary(text: &str, cursor: usize) -> bool {
     let around = &text[start..end];
     let controls = around.chars().filter(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')).count();
     around.contains('\0') || controls * 20 > around.chars().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lead_start;
+
+    /// The text the prompt leaves out for a cursor marked `|`.
+    fn lead(marked: &str) -> Option<String> {
+        let cursor = marked.find('|').unwrap();
+        let text = marked.replacen('|', "", 1);
+        let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
+        lead_start(&text, line_start, cursor).map(|at| text[at..cursor].to_owned())
+    }
+
+    #[test]
+    fn the_prompt_ends_where_the_models_tokens_would() {
+        // A line of indentation only: its line break and indentation (CRLF too).
+        assert_eq!(lead("def f():\n    |\n").as_deref(), Some("\n    "));
+        assert_eq!(lead("def f():\r\n    |\r\n").as_deref(), Some("\r\n    "));
+        // A word's first letters: the word, the spaces before it, and when only indentation
+        // comes before, the line break and indentation too.
+        assert_eq!(lead("def f(x):\n    return F|\n").as_deref(), Some(" F"));
+        assert_eq!(lead("def f(x):\n    se|\n").as_deref(), Some("\n    se"));
+        assert_eq!(lead("x = foo.ba|").as_deref(), Some("ba"));
+        assert_eq!(lead("x = é_ß|").as_deref(), Some(" é_ß"));
+        // A space after code: the space.
+        assert_eq!(lead("x = |\n").as_deref(), Some(" "));
+        // Nothing to leave out: after punctuation, inside a word, at the file's first line.
+        assert_eq!(lead("x = foo.|\n"), None);
+        assert_eq!(lead("x = foo(|)\n"), None);
+        assert_eq!(lead("x = fo|o\n"), None);
+        assert_eq!(lead("    |"), None);
+        assert_eq!(lead("imp|"), None);
+    }
 }

@@ -40,6 +40,10 @@ fn render(name: &str, budget: usize) -> String {
     let mut out = String::new();
     writeln!(out, "strategy: {:?}", request.context.strategy).unwrap();
     writeln!(out, "stop: {:?}", request.stop.mode).unwrap();
+    if !request.stop.lead().is_empty() {
+        // Left out of the prompt, written by the model (`Engine::draft`).
+        writeln!(out, "lead: {:?}", request.stop.lead()).unwrap();
+    }
     writeln!(out, "tokens (stand-in): outline {}, prefix {}, suffix {}", count(&parts.outline), count(&parts.prefix), count(&parts.suffix)).unwrap();
     writeln!(out, "----- outline\n{}----- prefix\n{}\n----- suffix\n{}\n-----", parts.outline, parts.prefix, parts.suffix).unwrap();
     let raw_path = path.with_extension("raw");
@@ -62,6 +66,7 @@ macro_rules! case {
 
 case!(python_method, "python_method.py");
 case!(python_mid_expression, "python_mid_expression.py");
+case!(python_mid_word, "python_mid_word.py");
 case!(python_module_level, "python_module_level.py");
 case!(python_block_opener, "python_block_opener.py");
 case!(rust_impl_method, "rust_impl_method.rs");
@@ -106,6 +111,7 @@ macro_rules! fim_case {
 }
 
 fim_case!(fim_python_mid_expression, "python_mid_expression.py");
+fim_case!(fim_python_mid_word, "python_mid_word.py");
 fim_case!(fim_python_block_opener, "python_block_opener.py");
 fim_case!(fim_rust_impl_method, "rust_impl_method.rs");
 

@@ -48,9 +48,10 @@ fn last_timings(client: &mut StdioClient) -> Value {
     client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap()["result"].clone()
 }
 
-/// Types the trace with no pauses and asks where it asks: each request's suggestion and where
-/// it was generated (`timings.backend`).
-fn replay(options: Value, name: &str) -> Vec<(String, Option<String>, Value)> {
+/// Types the trace with no pauses and asks where it asks: each request's suggestion, where it
+/// was generated (`timings.backend`), its prompt, and the word begun that the prompt left out
+/// for the model to write first (`Prompt::lead`; empty where none).
+fn replay(options: Value, name: &str) -> Vec<(String, Option<String>, Value, String)> {
     let path = fixture(&format!("traces/{name}.json"));
     let (trace, file, text, at) = trace::load_trace(&path).unwrap();
     // Without `model.path`, the settings name no GGUF: `start_with` clears `$GHOSTLINE_MODEL`.
@@ -69,7 +70,9 @@ fn replay(options: Value, name: &str) -> Vec<(String, Option<String>, Value)> {
             assert!(r.get("error").is_none(), "{r}");
             let text = r["result"]["items"][0]["insertText"].as_str().unwrap_or("").to_owned();
             let last = last_timings(client);
-            out.push((text, last["timings"]["backend"].as_str().map(str::to_owned), last["prompt"].clone()));
+            let line_start = doc.text[..doc.at].rfind('\n').map_or(0, |i| i + 1);
+            let lead = ghostline::engine::lead_start(&doc.text, line_start, doc.at).map(|s| &doc.text[s..doc.at]).filter(|l| !l.trim().is_empty());
+            out.push((text, last["timings"]["backend"].as_str().map(str::to_owned), last["prompt"].clone(), lead.unwrap_or_default().to_owned()));
         }
     }
     assert!(session.shutdown(TIMEOUT).unwrap().success());
@@ -113,18 +116,23 @@ fn answers_through_llama_server_equal_the_in_process_answers_over_a_trace() {
     let local = replay(settings(None), "inventory");
     let remote = replay(settings(Some(&url)), "inventory");
     assert_eq!(local.len(), remote.len());
-    assert!(local.iter().all(|(_, b, _)| b.is_none()), "no endpoint, no backend named: {local:?}");
-    assert!(remote.iter().all(|(_, b, _)| b.as_deref() == Some("endpoint")), "every answer from the endpoint: {remote:?}");
-    let shown = local.iter().filter(|(t, _, _)| !t.is_empty()).count();
+    assert!(local.iter().all(|(_, b, _, _)| b.is_none()), "no endpoint, no backend named: {local:?}");
+    assert!(remote.iter().all(|(_, b, _, _)| b.as_deref() == Some("endpoint")), "every answer from the endpoint: {remote:?}");
+    assert!(local.iter().any(|(_, _, _, lead)| !lead.is_empty()), "no request with a word begun");
+    let shown = local.iter().filter(|(t, _, _, _)| !t.is_empty()).count();
     assert!(shown * 2 > local.len(), "most requests get a suggestion: {local:?}");
     let mut differ = Vec::new();
-    for (i, ((l, _, lp), (r, _, rp))) in local.iter().zip(&remote).enumerate() {
+    for (i, ((l, _, lp, lead), (r, _, rp, _))) in local.iter().zip(&remote).enumerate() {
         assert!(lp.as_array().is_some_and(|p| !p.is_empty()), "request {i}: no prompt in lastTimings");
         assert_eq!(lp, rp, "request {i}: the prompt sent to the endpoint is not the in-process prompt");
         if l == r {
             continue;
         }
-        let body = json!({"prompt": lp, "n_predict": 64, "cache_prompt": false, "temperature": 0, "top_k": 1, "samplers": ["top_k"]});
+        let mut body = json!({"prompt": lp, "n_predict": 64, "cache_prompt": false, "temperature": 0, "top_k": 1, "samplers": ["top_k"]});
+        if !lead.is_empty() {
+            // The server's own answer under the same rule: the word begun first, then anything.
+            body["grammar"] = json!(ghostline::model::lead_grammar(lead));
+        }
         let (status, cold) = server.post("/completion", &body, TIMEOUT).unwrap();
         assert_eq!(status, 200, "{cold}");
         let own = cold["content"].as_str().unwrap_or_default().to_owned();
@@ -151,9 +159,9 @@ fn without_a_gguf_the_servers_tokenize_builds_the_same_prompts_and_answers() {
     options["model"].as_object_mut().unwrap().remove("path");
     let without = replay(options, "inventory");
     assert_eq!(with_gguf.len(), without.len());
-    assert!(with_gguf.iter().chain(&without).all(|(_, b, _)| b.as_deref() == Some("endpoint")), "every answer from the endpoint: {without:?}");
-    assert!(with_gguf.iter().filter(|(t, _, _)| !t.is_empty()).count() * 2 > with_gguf.len(), "most requests get a suggestion: {with_gguf:?}");
-    for (i, ((g, _, gp), (s, _, sp))) in with_gguf.iter().zip(&without).enumerate() {
+    assert!(with_gguf.iter().chain(&without).all(|(_, b, _, _)| b.as_deref() == Some("endpoint")), "every answer from the endpoint: {without:?}");
+    assert!(with_gguf.iter().filter(|(t, _, _, _)| !t.is_empty()).count() * 2 > with_gguf.len(), "most requests get a suggestion: {with_gguf:?}");
+    for (i, ((g, _, gp, _), (s, _, sp, _))) in with_gguf.iter().zip(&without).enumerate() {
         assert!(gp.as_array().is_some_and(|p| !p.is_empty()), "request {i}: no prompt in lastTimings");
         assert_eq!(gp, sp, "request {i}: the prompt tokenized by /tokenize is not the GGUF's");
         assert_eq!(g, s, "request {i}: the answer differs");

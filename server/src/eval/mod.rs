@@ -290,6 +290,9 @@ pub fn run(config: &Config, options: &EvalOptions, as_json: bool) -> Result<(), 
                     // The naive peer: whole lines before the cursor (and with FIM the rest of
                     // the cursor's line after it), in the context's whole room.
                     draft.context = context::line_window(&hole.text, hole.cursor, options.window_lines, 0);
+                    // The peer's prompt ends at the cursor (ghostline's ends before a word part
+                    // or a line's indentation: `Engine::draft`).
+                    draft.stop = draft.stop.with_lead("");
                     draft.max_prompt_tokens = info.n_ctx;
                 }
                 let inspect = dump.inspector(n, &format!("{language}-{name}"), Box::new(|_, _| {}));

@@ -378,6 +378,8 @@ struct Worker<'m> {
     aligned_upto: usize,
     /// Earlier prompts' KV states, for coming back to them.
     saved: SavedStates,
+    /// Each token's text (empty for end tokens), made the first time a lead needs it.
+    pieces: Vec<Box<[u8]>>,
     /// Generated text by prompt (tokens, stop key and token cap hashed together).
     suggestions: Lru<u64, (String, usize)>,
     batch: LlamaBatch<'static>,
@@ -514,6 +516,7 @@ impl<'m> Worker<'m> {
             cached_prompt: 0,
             aligned_upto: 0,
             saved: SavedStates::new(saved_bytes),
+            pieces: Vec::new(),
             suggestions: Lru::new(SUGGESTION_CACHE),
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
@@ -611,7 +614,7 @@ impl<'m> Worker<'m> {
     /// pad, repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
     /// context. Fills `timings` but for the prompt fields; returns the text kept.
     fn prefill_and_decode(&mut self, prompt: &[LlamaToken], run: &Run<'_>, start: Instant, timings: &mut Timings) -> Result<String, GenerateError> {
-        let Run { cancel, max_tokens, stop, unfinished, fim_stops, aligned } = *run;
+        let Run { cancel, max_tokens, stop, unfinished, lead, fim_stops, aligned } = *run;
         let n_ctx = self.ctx.n_ctx() as usize;
         let (reused, restored) = self.prefill(prompt, cancel, aligned).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,
@@ -649,7 +652,9 @@ impl<'m> Worker<'m> {
                 self.drop_unconfirmed();
                 return Err(GenerateError::Cancelled);
             }
-            let token = if unfinished.is_some_and(|open| open(valid_utf8_prefix(&bytes))) {
+            let token = if let Some(rest) = super::lead_rest(lead, &bytes) {
+                self.sample_agreeing(&mut sampler, logits_at, rest)
+            } else if unfinished.is_some_and(|open| open(valid_utf8_prefix(&bytes))) {
                 self.sample_going_on(&mut sampler, logits_at, fim_stops)
             } else {
                 sampler.sample(&self.ctx, logits_at)
@@ -732,6 +737,34 @@ impl<'m> Worker<'m> {
 
     /// What `sampler` picks from the logits at `i` with every end token masked (`fim_stops`: the
     /// FIM stop tokens too), accepted as [`LlamaSampler::sample`] accepts its pick.
+    /// The most likely token at batch index `i` whose text agrees with `rest`, what the lead
+    /// still needs ([`super::agrees`]; end tokens never do), the sampler's penalties applied.
+    fn sample_agreeing(&mut self, sampler: &mut LlamaSampler, i: i32, rest: &[u8]) -> LlamaToken {
+        if self.pieces.is_empty() {
+            let vocab = self.model.vocab();
+            self.pieces = (0..self.model.n_vocab())
+                .map(|t| {
+                    let mut piece = Vec::new();
+                    if !vocab.is_eog(LlamaToken(t)) {
+                        vocab.token_to_piece_into(LlamaToken(t), &mut piece, false, None);
+                    }
+                    piece.into_boxed_slice()
+                })
+                .collect();
+        }
+        let mut candidates = self.ctx.token_data_array_ith(i);
+        for c in &mut candidates.data {
+            let piece = self.pieces.get(c.id().0 as usize).map_or(&[][..], |p| &p[..]);
+            if !super::agrees(rest, piece) {
+                c.set_logit(f32::NEG_INFINITY);
+            }
+        }
+        sampler.apply(&mut candidates);
+        let token = candidates.selected_token().unwrap_or_else(|| self.model.vocab().eos());
+        sampler.accept(token);
+        token
+    }
+
     fn sample_going_on(&self, sampler: &mut LlamaSampler, i: i32, fim_stops: bool) -> LlamaToken {
         let vocab = self.model.vocab();
         let mut candidates = self.ctx.token_data_array_ith(i);
@@ -873,6 +906,8 @@ struct Run<'a> {
     /// While this says the text may not end ([`super::Prompt::unfinished`]), end tokens are
     /// masked.
     unfinished: Option<&'a dyn Fn(&str) -> bool>,
+    /// [`super::Prompt::lead`]: until the text has it, only tokens that agree with it.
+    lead: &'a [u8],
     fim_stops: bool,
     /// Decode the prompt in aligned batches (completions, whose answers must not depend on the
     /// cache); chats (code actions) decode in `n_batch` batches.

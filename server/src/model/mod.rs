@@ -21,6 +21,7 @@ pub mod host;
 mod llama;
 pub mod memory;
 mod remote;
+pub use remote::lead_grammar;
 mod residency;
 pub mod threads;
 
@@ -184,6 +185,24 @@ pub struct Prompt {
     /// (the model thread then takes the most likely token that is not an end token). Part of
     /// what `stop_key` identifies.
     pub unfinished: Box<dyn Fn(&str) -> bool + Send>,
+    /// Text the generation must start with (a word part left out of the prompt: see
+    /// `Engine::draft`); empty: none. Until the text has it, the model thread takes the most
+    /// likely token that agrees with it ([`lead_rest`], [`agrees`]) — token healing: the model
+    /// writes the word whole, in its own tokens, and what it writes is what the user typed.
+    /// Part of what `stop_key` identifies.
+    pub lead: String,
+}
+
+/// What of `lead` the generation `so_far` has still to write; `None` once it has written it
+/// (or has left it: the stop rule ends it then).
+pub(crate) fn lead_rest<'a>(lead: &'a [u8], so_far: &[u8]) -> Option<&'a [u8]> {
+    lead.strip_prefix(so_far).filter(|rest| !rest.is_empty())
+}
+
+/// Whether a token whose text is `piece` agrees with the `rest` of a lead: it writes the rest's
+/// start, or all of it and more.
+pub(crate) fn agrees(rest: &[u8], piece: &[u8]) -> bool {
+    !piece.is_empty() && (rest.starts_with(piece) || piece.starts_with(rest))
 }
 
 /// The suggestion cache's key of a prompt: two prompts with the same tokens, stop key and token

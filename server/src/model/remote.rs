@@ -312,7 +312,7 @@ impl Remote {
         };
         // A placeholder the model wrote is put back: the secret never left, and the user sees it.
         let restore = |text: String| if redacted { self.redactions.borrow().restore(&text) } else { text };
-        let Prompt { tokens, stop, stop_key, max_tokens, unfinished } = prompt;
+        let Prompt { tokens, stop, stop_key, max_tokens, unfinished, lead } = prompt;
         let mut timings = Timings { backend: Some("endpoint".into()), ..Timings::default() };
         if tokens.is_empty() {
             return Ok(Generation { text: String::new(), timings });
@@ -341,7 +341,7 @@ impl Remote {
         if ahead_only && self.endpoint.api != EndpointApi::LlamaServer {
             return Ok(Generation { text: String::new(), timings });
         }
-        let text = self.rt.block_on(self.answer(&tokens, max_tokens, &*stop, &*unfinished, &request.cancel, &mut timings, start))?;
+        let text = self.rt.block_on(self.answer(&tokens, max_tokens, &*stop, &*unfinished, lead.as_bytes(), &request.cancel, &mut timings, start))?;
         timings.prompt = tokens;
         if !ahead_only {
             self.suggestions.put(key, (text.clone(), timings.generated_tokens));
@@ -350,23 +350,30 @@ impl Remote {
     }
 
     /// The answer to `tokens`, streamed, as the model thread would make it: where the server's
-    /// pick is an end token while the text may not end ([`super::Prompt::unfinished`]), the
-    /// stream is dropped, the most likely other token is taken from the server's top
-    /// candidates for that position, and a new stream goes on from there (the server's prompt
+    /// pick is an end token while the text may not end ([`super::Prompt::unfinished`]), or a
+    /// token that does not agree with the lead ([`super::Prompt::lead`]), the stream is
+    /// dropped, the most likely token allowed is taken from the server's top candidates for
+    /// that position, and a new stream goes on from there (the server's prompt
     /// cache keeps what came before). Needs token ids in the stream (llama-server): without
     /// them, an end is an end.
     #[allow(clippy::too_many_arguments)]
-    async fn answer(&self, tokens: &[Token], max_tokens: usize, stop: &StopFn, unfinished: &UnfinishedFn, cancel: &CancelFlag, timings: &mut Timings, start: Instant) -> Result<String, RemoteError> {
+    async fn answer(&self, tokens: &[Token], max_tokens: usize, stop: &StopFn, unfinished: &UnfinishedFn, lead: &[u8], cancel: &CancelFlag, timings: &mut Timings, start: Instant) -> Result<String, RemoteError> {
         let mut answer = Answer::default();
         let constrained = self.endpoint.api == EndpointApi::LlamaServer;
         loop {
             let prompt: Vec<Token> = tokens.iter().chain(&answer.ids).copied().collect();
-            let body = request_body(self.endpoint.api, &prompt, max_tokens.saturating_sub(timings.generated_tokens));
-            let refused = self.stream(body, stop, constrained.then_some(unfinished), cancel, timings, start, &mut answer).await?;
+            let mut body = request_body(self.endpoint.api, &prompt, max_tokens.saturating_sub(timings.generated_tokens));
+            // llama-server keeps to the lead itself (a grammar: what the lead still needs, then
+            // anything), as the model thread does; a token that does not agree is still refused.
+            if let Some(rest) = super::lead_rest(lead, answer.so_far()).filter(|_| constrained) {
+                body["grammar"] = json!(lead_grammar(&String::from_utf8_lossy(rest)));
+            }
+            let refused = self.stream(body, stop, constrained.then_some((unfinished, lead)), cancel, timings, start, &mut answer).await?;
             if !refused {
                 return Ok(finish(answer.text, timings, answer.first, start));
             }
-            let picked = self.pick_going_on(&prompt, cancel, start).await?;
+            let rest = super::lead_rest(lead, answer.so_far()).map(<[u8]>::to_vec);
+            let picked = self.pick_going_on(&prompt, rest.as_deref(), cancel, start).await?;
             let done = match picked {
                 Some((id, piece)) => self.take(Some(id), &piece, stop, max_tokens, cancel, timings, &mut answer),
                 None => true,
@@ -377,9 +384,10 @@ impl Remote {
         }
     }
 
-    /// The most likely token after `prompt` that is not an end token, with its text (`None`:
-    /// none among the server's [`CANDIDATES`] most likely).
-    async fn pick_going_on(&self, prompt: &[Token], cancel: &CancelFlag, start: Instant) -> Result<Option<(Token, String)>, RemoteError> {
+    /// The most likely token after `prompt` that is not an end token (and agrees with `rest`,
+    /// what a lead still needs), with its text (`None`: none among the server's [`CANDIDATES`]
+    /// most likely).
+    async fn pick_going_on(&self, prompt: &[Token], rest: Option<&[u8]>, cancel: &CancelFlag, start: Instant) -> Result<Option<(Token, String)>, RemoteError> {
         let mut body = request_body(self.endpoint.api, prompt, 1);
         body["stream"] = json!(false);
         body["n_probs"] = json!(CANDIDATES);
@@ -401,7 +409,11 @@ impl Remote {
         let candidates = answer.pointer("/completion_probabilities/0/top_logprobs").and_then(Value::as_array).cloned().unwrap_or_default();
         Ok(candidates.iter().find_map(|c| {
             let id = c.get("id").and_then(Value::as_i64).map(|t| t as Token).filter(|&t| !self.ends(t))?;
-            Some((id, self.piece_text(id, c.get("token").and_then(Value::as_str).unwrap_or(""))))
+            let piece = self.piece_bytes(id, c.get("token").and_then(Value::as_str).unwrap_or(""));
+            if rest.is_some_and(|rest| !super::agrees(rest, &piece)) {
+                return None;
+            }
+            Some((id, String::from_utf8_lossy(&piece).into_owned()))
         }))
     }
 
@@ -414,15 +426,15 @@ impl Remote {
         }
     }
 
-    /// `t`'s text: from the GGUF's vocabulary when there is one, else as the server wrote it.
-    fn piece_text(&self, t: Token, server: &str) -> String {
+    /// `t`'s bytes: from the GGUF's vocabulary when there is one, else as the server wrote it.
+    fn piece_bytes(&self, t: Token, server: &str) -> Vec<u8> {
         match self.vocab.as_ref() {
             Some(v) => {
                 let mut bytes = Vec::new();
                 v.piece(t, &mut bytes);
-                String::from_utf8_lossy(&bytes).into_owned()
+                bytes
             }
-            None => server.to_owned(),
+            None => server.as_bytes().to_vec(),
         }
     }
 
@@ -455,7 +467,7 @@ impl Remote {
     /// next token is an end token while `unfinished` says the text may not end (the stream is
     /// dropped then, before it is taken), false when the answer is complete.
     #[allow(clippy::too_many_arguments)]
-    async fn stream(&self, body: Value, stop: &StopFn, unfinished: Option<&UnfinishedFn>, cancel: &CancelFlag, timings: &mut Timings, start: Instant, answer: &mut Answer) -> Result<bool, RemoteError> {
+    async fn stream(&self, body: Value, stop: &StopFn, constraints: Option<(&UnfinishedFn, &[u8])>, cancel: &CancelFlag, timings: &mut Timings, start: Instant, answer: &mut Answer) -> Result<bool, RemoteError> {
         let path = match self.endpoint.api {
             EndpointApi::LlamaServer => "/completion",
             EndpointApi::Vllm => "/v1/completions",
@@ -502,8 +514,12 @@ impl Remote {
                 let piece = event.pointer("/choices/0/text").or_else(|| event.get("content")).and_then(Value::as_str).unwrap_or("");
                 let pieces: Vec<Option<Token>> = if ids.is_empty() { if piece.is_empty() { vec![] } else { vec![None] } } else { ids.into_iter().map(Some).collect() };
                 for id in pieces {
-                    if let (Some(unfinished), Some(t)) = (unfinished, id) {
-                        if self.ends(t) && unfinished(&answer.text) {
+                    if let (Some((unfinished, lead)), Some(t)) = (constraints, id) {
+                        let refused = match super::lead_rest(lead, answer.so_far()) {
+                            Some(rest) => !super::agrees(rest, &self.piece_bytes(t, piece)),
+                            None => self.ends(t) && unfinished(&answer.text),
+                        };
+                        if refused {
                             // Dropping the response closes the connection: the server stops.
                             return Ok(true);
                         }
@@ -537,6 +553,29 @@ struct Answer {
     /// Generated token ids (the next request's prompt goes on after them).
     ids: Vec<Token>,
     first: Option<Instant>,
+}
+
+impl Answer {
+    /// The text so far as bytes (a token may end inside a character).
+    fn so_far(&self) -> &[u8] {
+        if self.bytes.is_empty() { self.text.as_bytes() } else { &self.bytes }
+    }
+}
+
+/// A GBNF grammar (llama-server's `grammar`) for a text that starts with `lead`.
+pub fn lead_grammar(lead: &str) -> String {
+    let mut literal = String::new();
+    for c in lead.chars() {
+        match c {
+            '"' => literal.push_str("\\\""),
+            '\\' => literal.push_str("\\\\"),
+            '\n' => literal.push_str("\\n"),
+            '\r' => literal.push_str("\\r"),
+            '\t' => literal.push_str("\\t"),
+            c => literal.push(c),
+        }
+    }
+    format!("root ::= \"{literal}\" ([^\\n] | \"\\n\")*")
 }
 
 /// The token cap a request body carries (the endpoint's own cap is not relied on).

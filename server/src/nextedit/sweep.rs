@@ -138,6 +138,7 @@ pub async fn generate(engine: &crate::engine::Engine, prompt: &SweepPrompt, text
             stop_key: 0x5157_ee9,
             max_tokens: MAX_TOKENS,
             unfinished: Box::new(|_| false),
+            lead: String::new(),
         }
     });
     let generation = engine.model.generate(crate::model::GenerateRequest { prompt: build, cancel }).await?;
