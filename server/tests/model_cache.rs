@@ -359,7 +359,7 @@ fn the_model_thread_does_not_end_an_unfinished_answer() {
             tokens.extend(tokenizer.tokenize("\n    return message\n"));
             tokens.push(13);
             let unfinished: Box<dyn Fn(&str) -> bool + Send> = if constrained { Box::new(|text: &str| text.len() < AT_LEAST) } else { Box::new(|_: &str| false) };
-            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: u64::from(constrained), max_tokens: 48, unfinished }
+            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: u64::from(constrained), max_tokens: 48, unfinished, lead: String::new() }
         };
         rt().block_on(handle.generate(GenerateRequest { prompt: Box::new(build), cancel: CancelFlag::new() })).unwrap().text
     };
@@ -368,4 +368,29 @@ fn the_model_thread_does_not_end_an_unfinished_answer() {
     let kept = generate(true);
     assert!(kept.len() >= AT_LEAST, "ended while unfinished: {kept:?}");
     assert!(kept.starts_with(&free), "the model's own answer first: {free:?} then {kept:?}");
+}
+
+/// With a lead (`Prompt::lead`, a word begun that the prompt left out), the model thread takes
+/// only tokens that agree with it until the text has it, whatever the model would have written
+/// there, and goes on freely after it.
+#[test]
+fn the_model_thread_writes_the_lead_first() {
+    let handle = fim_model_thread();
+    const LEAD: &str = "f\"Goodb";
+    let generate = |lead: &str| {
+        let lead = lead.to_owned();
+        let build = move |tokenizer: &dyn Tokenize, _: &VocabFacts| {
+            let mut tokens = vec![11];
+            tokens.extend(tokenizer.tokenize("def greet(name):\n    \"\"\"Say hello.\"\"\"\n    message ="));
+            tokens.push(12);
+            tokens.extend(tokenizer.tokenize("\n    return message\n"));
+            tokens.push(13);
+            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: lead.len() as u64, max_tokens: 24, unfinished: Box::new(|_| false), lead: lead.clone() }
+        };
+        rt().block_on(handle.generate(GenerateRequest { prompt: Box::new(build), cancel: CancelFlag::new() })).unwrap().text
+    };
+    let free = generate("");
+    assert!(!free.trim_start().starts_with("f\"Good"), "the model must not write the lead by itself for this test to mean something: {free:?}");
+    let led = generate(&format!(" {LEAD}"));
+    assert!(led.starts_with(&format!(" {LEAD}")) && led.len() > LEAD.len() + 1, "the lead first, then the model's own text: {led:?}");
 }
