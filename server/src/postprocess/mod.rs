@@ -102,6 +102,13 @@ impl StopRule {
         &self.lead
     }
 
+    /// The lead the model is held to (`Prompt::lead`): one that holds a word part. A lead of a
+    /// line break and indentation only is required but not forced: the model may leave a blank
+    /// line empty (forcing it made worse suggestions, see the README's eval notes).
+    pub fn forced_lead(&self) -> &str {
+        if self.lead.trim().is_empty() { "" } else { &self.lead }
+    }
+
     /// Whether `text` (the generation so far) may not end here: the cursor ends its line, so
     /// nothing after it closes a bracket, and past the lead the text has opened one it has not
     /// closed. The model thread then takes the best token that is not an end token: a call cut
@@ -112,7 +119,8 @@ impl StopRule {
     /// cursor is in out of the prompt): ending there throws away what the user has typed, while
     /// a model that holds the line complete can still end right after the word.
     pub fn unfinished(&self, text: &str) -> bool {
-        if text.len() < self.lead.len() && self.lead.starts_with(text) && !self.lead.trim().is_empty() {
+        let forced = self.forced_lead();
+        if text.len() < forced.len() && forced.starts_with(text) {
             return true;
         }
         matches!(self.mode, Mode::MultiLine { .. }) && text.strip_prefix(self.lead.as_str()).is_some_and(|rest| open_brackets(rest) > 0)

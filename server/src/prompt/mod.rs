@@ -167,9 +167,7 @@ impl PromptPlan {
     /// identifies it for the suggestion cache.
     pub fn into_prompt(self) -> Prompt {
         let stop_key = Hasher::default().hash_one(&self.stop);
-        // A lead of a line break and indentation only is not forced: the model may leave the
-        // blank line empty (forcing it made worse suggestions, see the README's eval notes).
-        let lead = if self.stop.lead().trim().is_empty() { String::new() } else { self.stop.lead().to_owned() };
+        let lead = self.stop.forced_lead().to_owned();
         let (stop, open) = (self.stop.clone(), self.stop);
         Prompt {
             tokens: self.tokens,
