@@ -234,6 +234,8 @@ enum Seen {
     Completion,
     /// The client closed the connection of a streaming answer, this long after the request.
     Closed(Duration),
+    /// A `/completion` request's body (recorded before its `Completion`).
+    Body(String),
 }
 
 /// An endpoint on loopback that answers `/completion`: the first request with a stream that
@@ -279,8 +281,8 @@ impl Scripted {
     }
 }
 
-/// Reads one request (head and `Content-Length` body); returns its path.
-fn read_request(stream: &mut TcpStream) -> Option<String> {
+/// Reads one request (head and `Content-Length` body); returns its path and body.
+fn read_request(stream: &mut TcpStream) -> Option<(String, String)> {
     let mut data = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
@@ -302,19 +304,21 @@ fn read_request(stream: &mut TcpStream) -> Option<String> {
                 }
                 data.extend_from_slice(&buf[..n]);
             }
-            return head.split_whitespace().nth(1).map(str::to_owned);
+            let body = String::from_utf8_lossy(&data[(end + 4).min(data.len())..]).into_owned();
+            return head.split_whitespace().nth(1).map(|path| (path.to_owned(), body));
         }
     }
 }
 
 fn serve(mut stream: TcpStream, seen: &Mutex<Vec<Seen>>) {
-    let Some(path) = read_request(&mut stream) else { return };
+    let Some((path, body)) = read_request(&mut stream) else { return };
     if path != "/completion" {
         let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         return;
     }
     let first = {
         let mut seen = seen.lock().unwrap();
+        seen.push(Seen::Body(body));
         seen.push(Seen::Completion);
         seen.iter().filter(|s| **s == Seen::Completion).count() == 1
     };
@@ -386,6 +390,33 @@ fn the_next_key_drops_the_connection_and_the_next_answer_arrives() {
     assert_eq!(endpoint.seen().iter().filter(|s| **s == Seen::Completion).count(), 2, "{:?}", endpoint.seen());
     assert!(r.get("error").is_none(), "{r}");
     eprintln!("connection dropped {} ms after the key", dropped_after.as_millis());
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+}
+
+/// A key being typed at the cursor is a word begun: the prompt leaves it out for the model to
+/// write (`Prompt::lead`). An endpoint whose prompts are redacted is never given it — not as a
+/// grammar, not as tokens to go on from — since what redaction would have caught in the prompt
+/// is now outside it.
+#[test]
+fn a_redacted_endpoint_is_never_given_the_word_being_typed() {
+    let endpoint = Scripted::start();
+    let uri = "file:///tmp/ghostline-remote/keyed.py";
+    let doc = format!("import requests\n\nOPENAI_API_KEY = \"{KEY}\n\n\ndef fetch(url):\n    return requests.get(url)\n");
+    let mut options = settings(Some(&endpoint.url()));
+    options["model"]["endpointTrusted"] = json!(false);
+    options["privacy"] = json!("redact");
+    let mut client = start_with(options);
+    open(&mut client, uri, &doc);
+    let r = inline_completion(&mut client, uri, 2, (KEY.len() + 18) as u32);
+    assert!(r.get("error").is_none(), "{r}");
+    let last = last_timings(&mut client);
+    assert_eq!(last["timings"]["backend"], "endpoint", "{last}");
+    let bodies: Vec<String> = endpoint.seen().into_iter().filter_map(|s| if let Seen::Body(b) = s { Some(b) } else { None }).collect();
+    assert!(!bodies.is_empty(), "the endpoint was not asked");
+    let tail = &KEY[KEY.rfind('-').unwrap() + 1..];
+    for body in &bodies {
+        assert!(!body.contains(tail) && !body.contains("grammar"), "the key being typed reached the endpoint: {body}");
+    }
     assert!(client.shutdown(TIMEOUT).unwrap().success());
 }
 

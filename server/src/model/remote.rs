@@ -313,6 +313,10 @@ impl Remote {
         // A placeholder the model wrote is put back: the secret never left, and the user sees it.
         let restore = |text: String| if redacted { self.redactions.borrow().restore(&text) } else { text };
         let Prompt { tokens, stop, stop_key, max_tokens, unfinished, lead } = prompt;
+        // The word being typed is outside the prompt, so outside what redaction replaces (the
+        // tail of a key, say): a redacted endpoint is not held to it — it would get the word as
+        // a grammar and as tokens to go on from. The stop rule still requires it.
+        let lead = if redacted { String::new() } else { lead };
         let mut timings = Timings { backend: Some("endpoint".into()), ..Timings::default() };
         if tokens.is_empty() {
             return Ok(Generation { text: String::new(), timings });
