@@ -99,6 +99,16 @@ fn an_added_parameter_has_the_model_write_the_calls_again() {
     let model = found.get(1).unwrap_or_else(|| panic!("the model wrote nothing for the module's call: {edits:?}"));
     assert_eq!((model.0, model.1, model.2), (9, 13, 13), "the new argument goes after the last one");
     assert!(model.3.starts_with(", ") && model.3.len() > 2, "{model:?}");
+    // One argument, ending where the call does: no comma or closer of the call's own.
+    let (mut depth, arg) = (0i32, &model.3[2..]);
+    for c in arg.chars() {
+        depth += match c {
+            '(' | '[' | '{' => 1,
+            ')' | ']' | '}' => -1,
+            _ => 0,
+        };
+        assert!(depth >= 0 && !(depth == 0 && c == ','), "the argument runs past itself: {model:?}");
+    }
     // The same again: deterministic.
     assert_eq!(places(&next_edit(&mut client, "ghostline/nextEdit", URI)), found);
     client.shutdown(TIMEOUT).unwrap();

@@ -23,7 +23,9 @@ pub async fn fill(engine: &Engine, doc: Doc<'_>, hole: &Hole, file: &str, cancel
         laid_out: Default::default(),
     };
     let input = Input { text: &holed, cursor, syntax: Some((doc.spec, &tree)), cross_file: Some(&cross_file) };
-    let draft = engine.draft(input);
+    let mut draft = engine.draft(input);
+    // The call's own `)` follows the hole: what the model writes past it is not the arguments.
+    draft.stop = draft.stop.arguments(hole.takes);
     let s = engine.run(input, draft, cancel).await?;
     if crate::config::log_code() {
         tracing::debug!(text = ?s.text, "next edit: the model's arguments");

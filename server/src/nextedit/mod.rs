@@ -63,6 +63,8 @@ pub struct Hole {
     pub trail: String,
     pub definition: String,
     pub def_line: u32,
+    /// One argument (a parameter added) or the whole list between the parentheses.
+    pub takes: crate::postprocess::Arguments,
 }
 
 /// What follows from an edit: edits made here, holes for the model, and a title for them.

@@ -9,6 +9,7 @@
 use tree_sitter::Node;
 
 use super::rename::{calls, named_children};
+use crate::postprocess::Arguments;
 use super::{Doc, Edited, Hole, Kind, Plan, Proposal};
 
 /// One parameter as the calls see it.
@@ -58,7 +59,7 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>, old: Doc<'_>) -> Option<Plan> {
     }
     let header = doc.text[def.start_byte()..def.child_by_field_name("body").map_or(def.end_byte(), |b| b.start_byte())].trim_end().to_owned();
     let def_line = def.start_position().row as u32;
-    let hole = |range: std::ops::Range<usize>, lead: &str, trail: &str| Hole { range, lead: lead.to_owned(), trail: trail.to_owned(), definition: header.clone(), def_line };
+    let hole = |range: std::ops::Range<usize>, lead: &str, trail: &str, takes| Hole { range, lead: lead.to_owned(), trail: trail.to_owned(), definition: header.clone(), def_line, takes };
     if now.len() == was.len() + 1 {
         let k = (0..now.len()).find(|&i| was.get(i) != Some(&now[i]))?;
         if now[k + 1..] == was[k..] {
@@ -83,7 +84,7 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>, old: Doc<'_>) -> Option<Plan> {
                 if visible(doc, call, &now[k].name) {
                     plan.edits.push(Proposal { range: at..at, new_text: format!("{lead}{}{trail}", now[k].name), kind: Kind::Signature });
                 } else if call.start_position().row == call.end_position().row {
-                    plan.holes.push(hole(at..at, lead, trail));
+                    plan.holes.push(hole(at..at, lead, trail, Arguments::One));
                 }
             }
             return Some(plan);
@@ -101,7 +102,7 @@ pub fn plan(edited: &Edited<'_>, doc: Doc<'_>, old: Doc<'_>) -> Option<Plan> {
         if !doc.text[..args.end_byte()].ends_with(')') {
             continue;
         }
-        plan.holes.push(hole(args.start_byte() + 1..args.end_byte() - 1, "", ""));
+        plan.holes.push(hole(args.start_byte() + 1..args.end_byte() - 1, "", "", Arguments::List));
     }
     Some(plan)
 }

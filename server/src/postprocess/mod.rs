@@ -52,6 +52,17 @@ pub struct StopRule {
     lead: String,
     /// Blocks end with a closing brace: a suggestion stops before closing more than it opened.
     braces: bool,
+    /// The text fills a hole between a call's parentheses (a next edit's arguments).
+    arguments: Option<Arguments>,
+}
+
+/// What a hole between a call's parentheses takes ([`StopRule::arguments`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arguments {
+    /// One argument: the text ends before a comma outside its own brackets.
+    One,
+    /// The whole argument list.
+    List,
 }
 
 impl StopRule {
@@ -70,12 +81,12 @@ impl StopRule {
             Mode::SingleLine
         };
         let space_before = before.ends_with([' ', '\t']) && !before.trim().is_empty();
-        StopRule { mode, line_after: line_after.to_owned(), space_before, next_line, lead: String::new(), braces: false }
+        StopRule { mode, line_after: line_after.to_owned(), space_before, next_line, lead: String::new(), braces: false, arguments: None }
     }
 
     /// Never stops on the text (see [`Mode::Unbounded`]).
     pub fn unbounded() -> Self {
-        StopRule { mode: Mode::Unbounded, line_after: String::new(), space_before: false, next_line: None, lead: String::new(), braces: false }
+        StopRule { mode: Mode::Unbounded, line_after: String::new(), space_before: false, next_line: None, lead: String::new(), braces: false, arguments: None }
     }
 
     /// Completes the current line only (the syntax tree says the cursor is mid-expression).
@@ -87,6 +98,16 @@ impl StopRule {
     /// For brace languages: a line that closes the block the suggestion started in ends it.
     pub fn with_braces(mut self) -> Self {
         self.braces = true;
+        self
+    }
+
+    /// The text fills a hole between a call's parentheses: it ends before the first closer it
+    /// did not open (the call's own `)` follows the hole) and, for [`Arguments::One`], before a
+    /// comma outside its own brackets; and it may not end empty (the hole is there because the
+    /// call needs something). A model that goes on past the call (`x) and y:`) is cut at the
+    /// call's end, not at the line's.
+    pub fn arguments(mut self, what: Arguments) -> Self {
+        self.arguments = Some(what);
         self
     }
 
@@ -123,6 +144,9 @@ impl StopRule {
         if text.len() < forced.len() && forced.starts_with(text) {
             return true;
         }
+        if self.arguments.is_some() && (self.lead.starts_with(text) || text.strip_prefix(self.lead.as_str()).is_some_and(|rest| rest.trim().is_empty())) {
+            return true;
+        }
         matches!(self.mode, Mode::MultiLine { .. }) && text.strip_prefix(self.lead.as_str()).is_some_and(|rest| open_brackets(rest) > 0)
     }
 
@@ -153,6 +177,9 @@ impl StopRule {
 
     /// The byte length to keep, if `text` must stop. `at_end` treats the last line as complete.
     fn cut(&self, text: &str, at_end: bool) -> Option<usize> {
+        if let Some(what) = self.arguments {
+            return argument_end(text, what);
+        }
         match self.mode {
             Mode::Unbounded => None,
             Mode::SingleLine => text.find('\n'),
@@ -217,6 +244,39 @@ fn open_brackets(text: &str) -> usize {
         escaped = false;
     }
     depth
+}
+
+/// Where the text of an argument hole ends: before its first line break, closer it did not
+/// open, or (one argument) comma outside its brackets; strings are skipped.
+fn argument_end(text: &str, what: Arguments) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote = None;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        if let Some(q) = quote {
+            if c == '\\' && !escaped {
+                escaped = true;
+                continue;
+            }
+            if c == q && !escaped {
+                quote = None;
+            }
+            escaped = false;
+            if c != '\n' {
+                continue;
+            }
+        }
+        match c {
+            '\n' => return Some(i),
+            '"' | '\'' => quote = Some(c),
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth == 0 => return Some(i),
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 && what == Arguments::One => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Where `text` first closes a bracket it did not open: the start of that line (before its
@@ -289,6 +349,27 @@ mod tests {
     fn does_not_repeat_the_next_line() {
         let r = rule("def f(x):\n    |\n    return y\n");
         assert_eq!(r.finish("y = x + 1\n    return y\n"), "y = x + 1");
+    }
+
+    #[test]
+    fn an_argument_hole_ends_with_the_argument() {
+        let one = rule("if is_valid(|):\n").arguments(Arguments::One);
+        // The model goes on past the call's `)`: only the argument is kept.
+        assert_eq!(one.check("ip) and ip.startswith(\":\"):"), Some(2));
+        assert_eq!(one.finish("ip) and ip.startswith(\":\"):"), "ip");
+        assert_eq!(one.finish("self.password, r"), "self.password");
+        assert_eq!(one.finish("int(bits), 2"), "int(bits)");
+        // Commas and closers inside strings or the argument's own brackets do not end it.
+        assert_eq!(one.finish("\"a, b)\", c"), "\"a, b)\"");
+        assert_eq!(one.finish("f(a, b)) + 1"), "f(a, b)");
+        assert_eq!(one.check("f(a, "), None);
+        let list = rule("x = load(|)\n").arguments(Arguments::List);
+        assert_eq!(list.finish("path, 'r')\nprint(x)"), "path, 'r'");
+        // An empty answer is no argument: the model may not end before writing one.
+        assert!(one.unfinished("") && one.unfinished(" ") && !one.unfinished("ip"));
+        let spaced = rule("f(a, |)\n").arguments(Arguments::One).with_lead(" ");
+        assert!(spaced.unfinished("") && spaced.unfinished(" ") && !spaced.unfinished(" b"));
+        assert!(!rule("x = load(|)\n").unfinished(""));
     }
 
     #[test]
