@@ -2,7 +2,8 @@
 //! machine, and are put back in the answer; files matching exclusion globs are never sent.
 //!
 //! Patterns: private key blocks, AWS key ids, GitHub/Slack/Stripe/OpenAI/Google tokens, JWTs,
-//! passwords in URLs, quoted values of secret-looking names (`password = "…"`, `"apiKey": "…"`),
+//! passwords in URLs, quoted values of secret-looking names (`password = "…"`, `"apiKey": "…"`,
+//! also one still being typed at the end of the text),
 //! `.env`-style `NAME=value` lines with secret-looking names, e-mail addresses and phone numbers.
 //! The same value always gets the same placeholder, so code that repeats it stays consistent.
 
@@ -32,6 +33,9 @@ fn patterns() -> &'static [(&'static str, Regex, usize)] {
             ("PASSWORD", r(r#"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'"]+:([^\s@'"/]+)@"#), 1),
             // name = "VALUE", name: 'VALUE', "name": "VALUE", name => "VALUE"
             ("SECRET", r(&format!(r#"(?:{NAME})["']?\s*(?::=|=>|[:=])\s*["']([^"'\n]{{4,}})["']"#)), 1),
+            // The same with the value still being typed: the text (the prompt's part before
+            // the cursor) ends inside the quotes.
+            ("SECRET", r(&format!(r#"(?:{NAME})["']?\s*(?::=|=>|[:=])\s*["']([^"'\n]+)\z"#)), 1),
             // .env lines: NAME=VALUE (optionally `export`), unquoted
             ("SECRET", r(&format!(r#"(?m)^[ \t]*(?:export[ \t]+)?(?:{NAME})[ \t]*=[ \t]*([^\s#"'(){{}}\[\],;]{{4,}})[ \t]*$"#)), 1),
             ("EMAIL", r(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"), 0),
@@ -197,6 +201,18 @@ MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7
         let again = redact(&a, &mut r);
         assert_eq!(again, a);
         assert_eq!(r.restore(&a), "password = \"hunter2pass\"\nretry(password=\"hunter2pass\")");
+    }
+
+    #[test]
+    fn a_secret_value_being_typed_is_redacted_too() {
+        // The prompt's text before the cursor ends inside the quotes: no closing quote yet.
+        let mut r = Redactions::default();
+        let sent = redact("import db\n\nDB_PASSWORD = \"hunter2-wo", &mut r);
+        assert!(!sent.contains("hunter2") && sent.ends_with("DB_PASSWORD = \"REDACTED_SECRET_1"), "{sent}");
+        assert_eq!(r.restore(&sent), "import db\n\nDB_PASSWORD = \"hunter2-wo");
+        // Only at the end: an unclosed quote earlier in the text is something else.
+        let code = "token = \"abc\ndef f():\n    return 1\n";
+        assert_eq!(redact(code, &mut Redactions::default()), code);
     }
 
     #[test]
