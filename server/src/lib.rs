@@ -30,6 +30,8 @@ pub mod stats;
 pub mod stdio_client;
 pub mod syntax;
 pub mod text;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod typing;
 pub mod uri;
 pub mod workspace;

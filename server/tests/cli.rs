@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
@@ -23,42 +24,26 @@ fn complete_with(file: &std::path::Path, line: u32, character: u32, extra: &[&st
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-fn fixture_file() -> (tempfile_path::TempFile, u32, u32) {
+/// `demo/stats.py` without its cursor marker, in a temporary folder (kept while the guard
+/// lives): the guard, the file, and the cursor's line and column.
+fn fixture_file() -> (TempDir, PathBuf, u32, u32) {
     let (text, line, col) = fixture_with_cursor("demo/stats.py");
-    (tempfile_path::TempFile::new("stats.py", &text), line, col)
-}
-
-/// A file in the temp folder, removed on drop.
-mod tempfile_path {
-    pub struct TempFile(pub std::path::PathBuf);
-    impl TempFile {
-        pub fn new(name: &str, text: &str) -> Self {
-            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("ghostline-cli-{}-{n}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            let path = dir.join(name);
-            std::fs::write(&path, text).unwrap();
-            TempFile(path)
-        }
-    }
-    impl Drop for TempFile {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
-        }
-    }
+    let dir = TempDir::new("cli");
+    let path = dir.join("stats.py");
+    std::fs::write(&path, text).unwrap();
+    (dir, path, line, col)
 }
 
 #[test]
 fn complete_json_has_the_documented_fields_and_is_deterministic() {
-    let (file, line, _) = fixture_file();
+    let (_dir, file, line, _) = fixture_file();
     // After "    return math." on the cursor line: a mid-expression completion.
-    let text = std::fs::read_to_string(&file.0).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     let typed = "    return math.sqrt(";
     lines[line as usize] = typed;
-    std::fs::write(&file.0, lines.join("\n")).unwrap();
-    let a = complete_json(&model(), &file.0, line, typed.len() as u32);
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let a = complete_json(&model(), &file, line, typed.len() as u32);
     for key in ["text", "prompt_tokens", "ttft_ms", "decode_tokens_per_s"] {
         assert!(a.get(key).is_some(), "missing {key}: {a}");
     }
@@ -66,19 +51,16 @@ fn complete_json_has_the_documented_fields_and_is_deterministic() {
     assert!(a["ttft_ms"].as_f64().unwrap() > 0.0, "{a}");
     assert!(!a["text"].as_str().unwrap().is_empty(), "{a}");
     assert_eq!(a["format"], "prefix-only (no FIM tokens)");
-    let b = complete_json(&model(), &file.0, line, typed.len() as u32);
+    let b = complete_json(&model(), &file, line, typed.len() as u32);
     assert_eq!(a["text"], b["text"], "same file, same cursor, same suggestion");
 }
 
 /// `complete --json` with settings from a file.
 fn complete_with_settings(file: &std::path::Path, line: u32, character: u32, settings: Value) -> Value {
-    let dir = std::env::temp_dir().join(format!("ghostline-cli-settings-{}-{line}-{character}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{}.json", settings.to_string().len()));
+    let dir = TempDir::new("cli-settings");
+    let path = dir.join("settings.json");
     std::fs::write(&path, settings.to_string()).unwrap();
-    let report = complete_with(file, line, character, &["--settings".as_ref(), path.as_os_str()]);
-    let _ = std::fs::remove_file(&path);
-    report
+    complete_with(file, line, character, &["--settings".as_ref(), path.as_os_str()])
 }
 
 /// With other processes busy on every core, the model thread decodes with one thread instead of
@@ -90,9 +72,9 @@ fn complete_with_settings(file: &std::path::Path, line: u32, character: u32, set
 fn a_busy_machine_gets_fewer_threads_and_the_same_suggestion() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let (file, line, col) = fixture_file();
+    let (_dir, file, line, col) = fixture_file();
     let model = model();
-    let fixed = complete_with_settings(&file.0, line, col, serde_json::json!({"model": {"path": model, "threads": 2, "adaptiveThreads": false, "draft": false}}));
+    let fixed = complete_with_settings(&file, line, col, serde_json::json!({"model": {"path": model, "threads": 2, "adaptiveThreads": false, "draft": false}}));
     assert_eq!((fixed["threads"].as_u64(), fixed["max_threads"].as_u64()), (Some(2), Some(2)), "{fixed}");
     // One busy thread per CPU, in this (other) process, for as long as the next run takes.
     let stop = Arc::new(AtomicBool::new(false));
@@ -108,7 +90,7 @@ fn a_busy_machine_gets_fewer_threads_and_the_same_suggestion() {
         })
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let loaded = complete_with_settings(&file.0, line, col, serde_json::json!({"model": {"path": model, "threads": 2}}));
+    let loaded = complete_with_settings(&file, line, col, serde_json::json!({"model": {"path": model, "threads": 2}}));
     stop.store(true, Ordering::Relaxed);
     busy.into_iter().for_each(|t| t.join().unwrap());
     assert_eq!((loaded["threads"].as_u64(), loaded["max_threads"].as_u64()), (Some(1), Some(2)), "{loaded}");
@@ -120,9 +102,9 @@ fn a_busy_machine_gets_fewer_threads_and_the_same_suggestion() {
 
 #[test]
 fn complete_reports_a_bad_model_and_fails() {
-    let (file, line, col) = fixture_file();
+    let (_dir, file, line, col) = fixture_file();
     let out = Command::new(binary())
-        .args(["complete", file.0.to_str().unwrap(), "--line", &line.to_string(), "--character", &col.to_string()])
+        .args(["complete", file.to_str().unwrap(), "--line", &line.to_string(), "--character", &col.to_string()])
         .args(["--model", "/no/such/model.gguf"])
         .output()
         .unwrap();
@@ -137,9 +119,9 @@ fn complete_reports_a_bad_model_and_fails() {
 /// (measured): the body's last line, not the suffix's code again.
 #[test]
 fn the_fim_test_model_gets_the_fim_prompt_and_fills_the_middle() {
-    let (file, line, col) = fixture_file();
-    let plain = complete_json(&model(), &file.0, line, col);
-    let fim = complete_json(&fim_model(), &file.0, line, col);
+    let (_dir, file, line, col) = fixture_file();
+    let plain = complete_json(&model(), &file, line, col);
+    let fim = complete_json(&fim_model(), &file, line, col);
     assert_eq!(fim["format"], "FIM StarCoder (PSM)", "{fim}");
     let (p, f) = (plain["prompt_tokens"].as_u64().unwrap(), fim["prompt_tokens"].as_u64().unwrap());
     // prefix-only: the prefix; FIM: <fim_prefix> prefix <fim_suffix> suffix <fim_middle> — the

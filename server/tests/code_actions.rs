@@ -10,7 +10,7 @@ mod common;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -174,10 +174,8 @@ impl Recorder {
 }
 
 /// A workspace folder with `geometry.py` (and whatever else a test writes).
-fn workspace(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ghostline-actions-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn workspace(name: &str) -> TempDir {
+    let dir = TempDir::new(&format!("actions-{name}"));
     std::fs::write(dir.join("geometry.py"), GEOMETRY).unwrap();
     dir
 }
@@ -199,7 +197,7 @@ fn capabilities(resolve_command: bool) -> Value {
     c
 }
 
-fn start(root: &Path, settings: Value, resolve_command: bool) -> StdioClient {
+fn start(root: &Path, settings: Value, resolve_command: bool) -> TestServer {
     let mut client = spawn();
     let mut options = settings;
     options["model"] = json!({"path": model(), "threads": 1});
@@ -340,7 +338,6 @@ fn cloud_generated_tests_are_applied_and_cached() {
     let route = client.request("workspace/executeCommand", json!({"command": "ghostline.lastRoute"}), TIMEOUT).unwrap();
     assert!(route["result"].as_str().unwrap().contains("— cloud:"), "{route}");
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// A file full of fake secrets goes through a cloud action under `privacy: redact`: the
@@ -376,7 +373,6 @@ fn redacted_canaries_never_reach_the_cloud() {
     assert!(actions.is_empty(), "actions offered on an excluded file: {actions:?}");
     assert_eq!(recorder.count(), before);
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 const CANARY_FILE: &str = r#"import psycopg
@@ -474,7 +470,6 @@ fn cloud_faults_fall_back_to_local_with_the_reason() {
     assert!(r["reason"].as_str().unwrap().contains("failed 1 times in a row"), "{r}");
     assert_eq!(recorder.count(), before);
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// `privacy: local-only` (the default) and `offline: true` never contact the endpoint: the
@@ -510,7 +505,6 @@ fn local_only_and_offline_never_contact_the_cloud() {
         client.shutdown(TIMEOUT).unwrap();
     }
     assert_eq!(*recorder.connections.lock().unwrap(), 0);
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// Local route, Rust: a doc comment above the function; a diagnostic from another server
@@ -540,5 +534,4 @@ fn local_rust_doc_comment_and_fix_action_listing() {
     assert_eq!(e["edits"][0]["range"]["start"], json!({"line": 0, "character": 0}));
     assert!(e["edits"][0]["newText"].as_str().unwrap().starts_with("/// "), "{e}");
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 
 /// The bench's `shop` package copied into a fresh workspace, with a file under `secrets/` and
 /// one matching a `context.exclude` glob that the cart imports and calls.
-fn workspace(name: &str) -> PathBuf {
-    let root = temp_dir(name);
+fn workspace(name: &str) -> TempDir {
+    let root = TempDir::new(name);
     let pkg = root.join("shop");
     std::fs::create_dir_all(pkg.join("secrets")).unwrap();
     for f in ["__init__.py", "money.py", "catalog.py", "discounts.py"] {
@@ -49,12 +49,12 @@ fn uri(path: &Path) -> String {
 }
 
 /// A server on `root` whose index has been built (the `$/progress` of indexing ended).
-fn server(root: &Path, options: Value) -> StdioClient {
+fn server(root: &Path, options: Value) -> TestServer {
     server_on(spawn(), &model(), root, options)
 }
 
 /// [`server`] for a client already spawned, on the model at `model`.
-fn server_on(mut client: StdioClient, model: &Path, root: &Path, options: Value) -> StdioClient {
+fn server_on(mut client: TestServer, model: &Path, root: &Path, options: Value) -> TestServer {
     let capabilities = json!({"window": {"workDoneProgress": true}, "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": true}}});
     let mut options = options;
     options["model"] = json!({"path": model});
@@ -284,11 +284,10 @@ fn a_large_workspace_is_indexed_in_the_background() {
             std::fs::write(dir.join(format!("f{f:03}.py")), format!("def helper_{d}_{f}(x: int) -> int:\n    return x + {f}\n")).unwrap();
         }
     }
-    let release = temp_dir("cross-file-large-release").join("release");
-    let data = std::env::temp_dir().join("ghostline-test-data");
+    let held = TempDir::new("cross-file-large-release");
+    let release = held.join("release");
     let hold = format!("index={}", release.display());
-    let env = [("GHOSTLINE_MODEL", ""), ("XDG_DATA_HOME", data.to_str().unwrap()), ("GHOSTLINE_HOLD", hold.as_str())];
-    let mut client = StdioClient::spawn(&binary(), &["lsp"], &env, std::process::Stdio::inherit()).unwrap();
+    let mut client = spawn_with(&[("GHOSTLINE_HOLD", hold.as_str())], std::process::Stdio::inherit());
     let r = client
         .request("initialize", json!({"processId": null, "rootUri": uri(&root), "capabilities": {"window": {"workDoneProgress": true}}, "initializationOptions": {"model": {"path": model()}, "context": {"maxFiles": 20000}}}), TIMEOUT)
         .unwrap();
@@ -349,16 +348,9 @@ fn filters_deletions_and_a_settings_change() {
     let runner = shop.join("runner.py");
     let code = "def run():\n    return helper_a_zq9(1) + helper_b_zq9(2) + unsaved_fn_zq9(3) + requests_get_zq9() + pb_message_zq9() + gen_notes_zq9() + nul_helper_zq9() + scratch_fn_zq9() + control_zq9() + ";
     put(&runner, code.as_bytes());
-    let logs = temp_dir("cross-file-filters-log");
+    let logs = TempDir::new("cross-file-filters-log");
     let log = logs.join("stderr.log");
-    let data = std::env::temp_dir().join("ghostline-test-data");
-    let spawned = StdioClient::spawn(
-        &binary(),
-        &["lsp"],
-        &[("GHOSTLINE_MODEL", ""), ("GHOSTLINE_LOG", "trace"), ("XDG_DATA_HOME", data.to_str().unwrap())],
-        std::process::Stdio::from(std::fs::File::create(&log).unwrap()),
-    )
-    .unwrap();
+    let spawned = spawn_with(&[("GHOSTLINE_LOG", "trace")], std::process::Stdio::from(std::fs::File::create(&log).unwrap()));
     let mut client = server_on(spawned, &model(), &root, json!({}));
     let (line, character) = (1, code.lines().nth(1).unwrap().len() as u32);
     let runner_uri = uri(&runner);

@@ -14,7 +14,7 @@ fn last_uri(client: &mut ghostline::stdio_client::StdioClient) -> Value {
     client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap()["result"]["uri"].clone()
 }
 
-fn server(options: Value) -> ghostline::stdio_client::StdioClient {
+fn server(options: Value) -> TestServer {
     let mut client = spawn();
     initialize(&mut client, json!({}), options);
     wait_ready(&mut client);

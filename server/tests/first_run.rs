@@ -111,7 +111,7 @@ fn blobs(hf_home: &Path) -> Vec<PathBuf> {
 #[test]
 fn download_pulls_with_progress_then_the_model_loads_and_completes() {
     let hub = hub();
-    let dir = temp_dir("first-run-download");
+    let dir = TempDir::new("first-run-download");
     let (mut client, asked) = asked(&dir, &hub, "Download ", json!({"window": {"workDoneProgress": true}}));
     let titles = titles(&asked);
     assert_eq!(titles.len(), 3, "{asked}");
@@ -158,7 +158,6 @@ fn download_pulls_with_progress_then_the_model_loads_and_completes() {
     assert!(!text.is_empty(), "no completion after the download");
     assert_eq!(questions(&client), 1);
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -168,7 +167,7 @@ fn a_corrupt_download_is_refused_with_a_message_and_the_server_stays_up() {
     let mid = altered.len() / 2;
     altered[mid] ^= 0x40;
     hub.behaviour.lock().unwrap().altered = Some(std::sync::Arc::new(altered));
-    let dir = temp_dir("first-run-corrupt");
+    let dir = TempDir::new("first-run-corrupt");
     let (mut client, _) = asked(&dir, &hub, "Download ", json!({"window": {"workDoneProgress": true}}));
     let failed = client
         .wait_notification("window/showMessage", TIMEOUT, |p| p["type"] == 1 && p["message"].as_str().is_some_and(|m| m.contains("was not downloaded")))
@@ -182,13 +181,12 @@ fn a_corrupt_download_is_refused_with_a_message_and_the_server_stays_up() {
     assert!(r.get("error").is_none(), "{r}");
     assert!(!log_messages(&client).iter().any(|m| m.contains("model ready")));
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn not_now_downloads_nothing_and_does_not_ask_again() {
     let hub = hub();
-    let dir = temp_dir("first-run-not-now");
+    let dir = TempDir::new("first-run-not-now");
     let (mut client, _) = asked(&dir, &hub, "Not now", json!({"window": {"workDoneProgress": true}}));
     // A log line, not another message box: completions are off this session.
     client
@@ -208,14 +206,13 @@ fn not_now_downloads_nothing_and_does_not_ask_again() {
     assert!(download_progress(&client).is_empty());
     assert!(blobs(&dir.join("hf-home")).is_empty());
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn choose_a_file_opens_the_extensions_dialog_or_says_which_setting() {
     let hub = hub();
     // A client without the extension's capability: a message naming the setting.
-    let dir = temp_dir("first-run-choose");
+    let dir = TempDir::new("first-run-choose");
     let (mut client, _) = asked(&dir, &hub, "Choose a file", json!({}));
     let shown = client
         .wait_notification("window/showMessage", TIMEOUT, |p| p["message"].as_str().is_some_and(|m| m.contains("model.path")))
@@ -228,13 +225,12 @@ fn choose_a_file_opens_the_extensions_dialog_or_says_which_setting() {
     client.wait_notification("ghostline/chooseModel", TIMEOUT, |_| true).unwrap();
     assert!(hub.seen("cdn", "GET").is_empty());
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn offline_asks_nothing_says_how_to_configure_and_opens_no_socket() {
     let hub = hub();
-    let dir = temp_dir("first-run-offline");
+    let dir = TempDir::new("first-run-offline");
     let trace = dir.join("strace.log");
     let strace = strace_args(&trace, &binary(), &["lsp"]);
     let strace: Vec<&str> = strace.iter().map(String::as_str).collect();
@@ -255,7 +251,6 @@ fn offline_asks_nothing_says_how_to_configure_and_opens_no_socket() {
         assert_no_network(&trace, "the server with no model");
     }
     assert!(hub.seen.lock().unwrap().is_empty(), "the Hub was contacted");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A server in the environment `env` whose client answers the question
@@ -286,7 +281,7 @@ fn names_the_fix(message: &str) {
 #[test]
 fn a_client_that_never_answers_is_told_what_is_missing_and_how_to_get_it() {
     let hub = hub();
-    let dir = temp_dir("first-run-silent");
+    let dir = TempDir::new("first-run-silent");
     let mut client = asked_with(environment(&dir, &hub), MessageRequests::Ignore, None, json!({}), options());
     let message = shown(&mut client, 2, "got no answer");
     names_the_fix(&message);
@@ -296,13 +291,12 @@ fn a_client_that_never_answers_is_told_what_is_missing_and_how_to_get_it() {
     assert_eq!(inline_text(&inline_completion(&mut client, uri, 1, 11)), "");
     assert!(hub.seen("cdn", "GET").is_empty());
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_client_that_answers_with_an_error_gets_a_message_not_only_a_log_line() {
     let hub = hub();
-    let dir = temp_dir("first-run-method-not-found");
+    let dir = TempDir::new("first-run-method-not-found");
     let how = MessageRequests::Fail(-32601, "Method not found: window/showMessageRequest".into());
     let mut client = asked_with(environment(&dir, &hub), how, Some("Download "), json!({}), options());
     let message = shown(&mut client, 2, "could not show the download question");
@@ -311,13 +305,12 @@ fn a_client_that_answers_with_an_error_gets_a_message_not_only_a_log_line() {
     let _ = client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap();
     assert!(hub.seen("cdn", "GET").is_empty());
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn without_work_done_progress_the_download_is_followed_in_log_lines() {
     let hub = hub();
-    let dir = temp_dir("first-run-no-progress");
+    let dir = TempDir::new("first-run-no-progress");
     let mut client = asked_with(environment(&dir, &hub), MessageRequests::Answer, Some("Download "), json!({}), options());
     client
         .wait_notification("window/logMessage", TIMEOUT, |p| {
@@ -328,13 +321,12 @@ fn without_work_done_progress_the_download_is_followed_in_log_lines() {
     assert!(download_progress(&client).is_empty(), "{:?}", download_progress(&client));
     assert!(!client.notifications.iter().any(|n| n["method"] == "window/workDoneProgress/create"));
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn an_unreachable_hub_is_said_with_the_command_that_retries() {
     let hub = hub();
-    let dir = temp_dir("first-run-unreachable");
+    let dir = TempDir::new("first-run-unreachable");
     // A port nothing listens on (1: refused at once).
     let mut env = environment(&dir, &hub);
     env.retain(|(k, _)| k != "HF_ENDPOINT");
@@ -349,7 +341,6 @@ fn an_unreachable_hub_is_said_with_the_command_that_retries() {
     names_the_fix(&message);
     assert!(blobs(&dir.join("hf-home")).is_empty());
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -362,7 +353,7 @@ fn the_memory_budget_or_the_disk_refuses_before_anything_is_downloaded() {
     ] {
         let hub = hub();
         hub.behaviour.lock().unwrap().announced_size = Some(announced);
-        let dir = temp_dir("first-run-refused");
+        let dir = TempDir::new("first-run-refused");
         let mut client = asked_with(environment(&dir, &hub), MessageRequests::Answer, Some("Download "), json!({"window": {"workDoneProgress": true}}), options);
         let message = shown(&mut client, 1, "was not downloaded");
         assert!(message.contains(says), "{message}");
@@ -371,7 +362,6 @@ fn the_memory_budget_or_the_disk_refuses_before_anything_is_downloaded() {
         assert!(blobs(&dir.join("hf-home")).is_empty());
         let _ = client.request("ghostline/lastTimings", Value::Null, TIMEOUT).unwrap();
         assert!(client.shutdown(TIMEOUT).unwrap().success());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 

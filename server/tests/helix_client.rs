@@ -9,7 +9,6 @@
 mod common;
 
 use common::*;
-use ghostline::stdio_client::StdioClient;
 use serde_json::{json, Value};
 
 const URI: &str = "file:///project/src/stats.py";
@@ -75,7 +74,7 @@ fn helix_capabilities() -> Value {
 
 /// A Helix session on one document: the text as Helix holds it, and its version.
 struct Session {
-    client: StdioClient,
+    client: TestServer,
     text: String,
     version: i64,
     init: Value,

@@ -11,8 +11,7 @@ use ghostline::stdio_client::StdioClient;
 use serde_json::json;
 
 fn stderr_after_completing(log_code: bool) -> String {
-    let dir = std::env::temp_dir().join(format!("ghostline-logs-{}-{log_code}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new(&format!("logs-{log_code}"));
     let log = dir.join("stderr.log");
     let mut client = StdioClient::spawn(
         &binary(),
@@ -28,9 +27,7 @@ fn stderr_after_completing(log_code: bool) -> String {
     let r = inline_completion(&mut client, "file:///p/secret.py", 2, 15);
     assert!(r.get("error").is_none(), "{r}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    let out = std::fs::read_to_string(&log).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    out
+    std::fs::read_to_string(&log).unwrap()
 }
 
 #[test]

@@ -183,7 +183,7 @@ fn bad_model_path_is_reported_and_server_stays_up() {
 /// A truncated GGUF reaches llama.cpp, which refuses it; the user hears why.
 #[test]
 fn truncated_model_is_reported() {
-    let dir = temp_dir("e2e-trunc");
+    let dir = TempDir::new("e2e-trunc");
     let truncated = dir.join("truncated.gguf");
     let bytes = std::fs::read(model()).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 3]).unwrap();
@@ -193,7 +193,6 @@ fn truncated_model_is_reported() {
     let message = shown["params"]["message"].as_str().unwrap();
     assert!(message.contains("truncated.gguf") && message.contains("could not load"), "{message}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Unknown documents, positions past the end, wrong settings: errors, never a crash.
@@ -269,6 +268,8 @@ fn last_timings(client: &mut ghostline::stdio_client::StdioClient) -> Value {
 /// and its suggestion cache. A new `model.path` loads the model again.
 #[test]
 fn completion_settings_change_without_reloading_the_model() {
+    // Before the server, so dropped after it: the server reads the model linked from here.
+    let dir = TempDir::new("e2e-reload");
     let (mut client, _) = ready_server(json!({"window": {"workDoneProgress": true}}));
     let (text, line, col) = fixture_with_cursor("e2e/shapes.py");
     open(&mut client, URI, &text);
@@ -298,7 +299,6 @@ fn completion_settings_change_without_reloading_the_model() {
     assert!(!log_messages(&client).iter().any(|m| m.contains("model ready")), "model reloaded");
 
     // A different model file (the same bytes behind another name) is a reload, reported.
-    let dir = temp_dir("e2e-reload");
     let other = dir.join("other.gguf");
     std::os::unix::fs::symlink(model(), &other).unwrap();
     client.notify("workspace/didChangeConfiguration", json!({"settings": {"model": {"path": other}}}));
@@ -309,7 +309,6 @@ fn completion_settings_change_without_reloading_the_model() {
     assert!(ready["params"]["message"].as_str().unwrap().contains("other.gguf"), "{ready}");
     assert!(!inline_text(&inline_completion(&mut client, URI, line, col)).is_empty());
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// An editor that auto-closes brackets and quotes leaves `print("|")`; the test model writes

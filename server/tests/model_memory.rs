@@ -146,7 +146,7 @@ fn gguf_reader_agrees_with_the_gguf_package() {
 
 #[test]
 fn doctor_reports_the_exact_kv_bytes_and_the_plan_for_a_good_setup() {
-    let home = temp_dir("doctor-good");
+    let home = TempDir::new("doctor-good");
     let model = model();
     let py = gguf_package_facts(&model);
     let (ok, report) = doctor_json(&["--model", model.to_str().unwrap()], &home);
@@ -183,7 +183,7 @@ fn doctor_reports_the_exact_kv_bytes_and_the_plan_for_a_good_setup() {
 
 #[test]
 fn the_budget_chooses_the_context_and_llama_cpp_gets_it() {
-    let home = temp_dir("doctor-budget");
+    let home = TempDir::new("doctor-budget");
     let model = model();
     let per_token = 23_040u64;
     let g = Gguf::open(&model).unwrap();
@@ -213,7 +213,7 @@ fn the_budget_chooses_the_context_and_llama_cpp_gets_it() {
 
 #[test]
 fn doctor_fails_with_the_fix_in_words() {
-    let home = temp_dir("doctor-bad");
+    let home = TempDir::new("doctor-bad");
     let model = model();
     // A budget that cannot hold the model: an error naming the setting, no load attempted.
     let out = ghostline(&["doctor", "--model", model.to_str().unwrap(), "--memory-budget-mb", "120"], &home, &[]);
@@ -267,8 +267,8 @@ fn doctor_fails_with_the_fix_in_words() {
 /// A home folder with models where users keep them: the Hugging Face cache (symlink into
 /// blobs), LM Studio (a "coder"-named copy of the non-FIM model), llama.cpp's cache, and
 /// Ollama (manifest → blob: the FIM wiring model).
-fn fake_home(name: &str) -> PathBuf {
-    let home = temp_dir(name);
+fn fake_home(name: &str) -> TempDir {
+    let home = TempDir::new(name);
     let plain = model();
     let fim = fim_wiring_model();
     let hub = home.join(".cache/huggingface/hub/models--HuggingFaceTB--SmolLM2-135M-Instruct-GGUF");
@@ -341,7 +341,7 @@ fn discovery_finds_every_layout_and_prefers_the_fim_model() {
     assert!(tight["models"].as_array().unwrap().iter().all(|m| m["fits"] == false));
 
     // Each root can be moved by its variable: only Ollama's, elsewhere.
-    let other = temp_dir("discover-env");
+    let other = TempDir::new("discover-env");
     std::fs::rename(home.join(".ollama/models"), other.join("ollama")).unwrap();
     let moved = other.join("ollama");
     let out = ghostline(&["models", "--json"], &home, &[("OLLAMA_MODELS", moved.to_str().unwrap()), ("HF_HUB_CACHE", "/nonexistent")]);
@@ -354,8 +354,6 @@ fn discovery_finds_every_layout_and_prefers_the_fim_model() {
     assert!(ok, "{report:#}");
     assert_eq!(report["facts"]["model_source"], "discovered");
     assert!(report["facts"]["model"].as_str().unwrap().contains("lmstudio"), "without Ollama's folder the coder-named model wins");
-    let _ = std::fs::remove_dir_all(&home);
-    let _ = std::fs::remove_dir_all(&other);
 }
 
 /// Asks for an inline suggestion at the end of `return math.` in a small file; returns it.
@@ -391,7 +389,6 @@ fn the_server_discovers_a_model_and_completes_with_a_budget_chosen_context() {
     let text = suggest(&mut client);
     assert!(!text.trim().is_empty());
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    let _ = std::fs::remove_dir_all(&home);
 }
 
 #[test]

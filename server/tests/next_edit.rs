@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 const URI: &str = "file:///tmp/ghostline-next-edit/shapes.py";
 const TEXT: &str = "def area(w, h):\n    s = w * h\n    return s + w\n\n\ndef total(items, d):\n    return sum(area(i, 2) for i in items)\n\n\nx = area(3, 4)\n";
 
-fn server(options: Value) -> StdioClient {
+fn server(options: Value) -> TestServer {
     let mut client = spawn();
     let mut options = options;
     options["model"] = json!({"path": fim_model(), "threads": 2});
@@ -138,7 +138,7 @@ fn file_uri(path: &std::path::Path) -> String {
 
 #[test]
 fn a_renamed_module_function_s_uses_in_importing_files_follow_and_the_command_clears_the_history() {
-    let root = temp_dir("next-edit-across");
+    let root = TempDir::new("next-edit-across");
     std::fs::create_dir_all(root.join("pkg")).unwrap();
     std::fs::write(root.join("pkg/__init__.py"), "").unwrap();
     let geo = "def area(w, h):\n    return w * h\n";
@@ -187,5 +187,4 @@ fn a_renamed_module_function_s_uses_in_importing_files_follow_and_the_command_cl
     assert!(r.get("error").is_none(), "{r}");
     assert!(next_edit(&mut client, "ghostline/nextEdit", &geo_uri).is_empty());
     client.shutdown(TIMEOUT).unwrap();
-    let _ = std::fs::remove_dir_all(&root);
 }

@@ -14,8 +14,7 @@ use serde_json::{json, Value};
 
 #[test]
 fn offline_mode_opens_no_socket() {
-    let dir = std::env::temp_dir().join(format!("ghostline-offline-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("offline");
     let trace = dir.join("strace.log");
     let file = dir.join("geometry.py");
     let text = "import math\n\n\ndef area(r):\n    return math.pi * r * r\n";
@@ -72,5 +71,4 @@ fn offline_mode_opens_no_socket() {
     assert!(offending.is_empty(), "offline, yet the process used the network:\n{}", offending.join("\n"));
     // The control: strace did see the server start.
     assert!(log.contains("execve("), "strace recorded nothing: {log}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -4,19 +4,21 @@
 //! is missing and the one command that installs it, before anything is fetched or built.
 //! `GHOSTLINE_NO_INSTALL=1` keeps the check from installing (as root it would call apt-get).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use common::TempDir;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// A folder of links to every program on `PATH` except `hidden`.
-fn path_without(name: &str, hidden: &[&str]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ghostline-prereq-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn path_without(name: &str, hidden: &[&str]) -> TempDir {
+    let dir = TempDir::new(&format!("prereq-{name}"));
     for d in std::env::split_paths(&std::env::var_os("PATH").unwrap()) {
         for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let file = entry.file_name();
@@ -70,7 +72,6 @@ fn demo_and_test_stop_before_building_with_one_line_when_cmake_is_missing() {
     // Counted work would be a build: none happens; 60 s is generous for a few `command -v`s on
     // a busy 2-core machine and far below any build of llama.cpp.
     assert!(took < Duration::from_secs(60), "{took:?}");
-    std::fs::remove_dir_all(&path).unwrap();
 
     // Without cmake and cargo (so that a broken check could not start the whole test suite from
     // inside it): test.sh names both, with the one way to install each.
@@ -80,5 +81,4 @@ fn demo_and_test_stop_before_building_with_one_line_when_cmake_is_missing() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("missing cmake, cargo.") && err.contains("sudo apt-get install -y cmake; and Rust with rustup"), "{err}");
-    std::fs::remove_dir_all(&path).unwrap();
 }

@@ -20,14 +20,14 @@ const TOKEN: &str = "hf_loopback_secret";
 
 /// A cache, home and environment of its own for each test.
 struct Env {
-    dir: PathBuf,
+    dir: TempDir,
     cache: PathBuf,
     endpoint: String,
 }
 
 impl Env {
     fn new(name: &str, hub: &FakeHub) -> Env {
-        let dir = temp_dir(name);
+        let dir = TempDir::new(name);
         let cache = dir.join("hub-cache");
         Env { dir, cache, endpoint: hub.endpoint.clone() }
     }
@@ -140,7 +140,6 @@ fn clean_pull_lands_in_the_hub_cache_and_is_found_and_loaded() {
     let report: Value = serde_json::from_slice(&doctor.stdout).unwrap_or_else(|_| panic!("{}", text(&doctor.stderr)));
     assert_eq!(report["facts"]["model_source"], "discovered", "{report}");
     assert!(report["facts"]["load_ms"].is_number(), "the pulled model did not load: {report}");
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -158,7 +157,6 @@ fn a_transfer_cut_mid_way_is_resumed_with_range() {
     let range = gets[1].headers.get("range").cloned().unwrap_or_default();
     let from: u64 = range.strip_prefix("bytes=").and_then(|r| r.strip_suffix('-')).and_then(|n| n.parse().ok()).unwrap_or(0);
     assert!(from > 0 && from <= half, "resumed with {range:?}, cut at {half}");
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -185,7 +183,6 @@ fn a_pull_killed_mid_way_is_resumed_by_the_next_run() {
     assert_in_cache(&env, &hub, &text(&out.stdout));
     let gets = hub.seen("cdn", "GET");
     assert_eq!(gets.last().unwrap().headers.get("range").map(String::as_str), Some(format!("bytes={half}-").as_str()));
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -202,7 +199,6 @@ fn a_corrupt_body_is_refused_and_nothing_is_kept() {
     assert!(err.contains("checksum mismatch") && err.contains(&hub.sha256) && err.contains("Nothing was kept"), "{err}");
     assert_eq!(blobs(&env), Vec::<String>::new(), "nothing may be left behind");
     assert!(!env.repo_dir().join("snapshots").exists());
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -214,7 +210,6 @@ fn a_model_over_the_memory_budget_is_refused_before_downloading() {
     let err = text(&out.stderr);
     assert!(err.contains("memory budget") && err.contains("16 MiB") && err.contains("model.memoryBudgetMb"), "{err}");
     assert!(hub.seen("cdn", "GET").is_empty(), "downloaded anyway");
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -237,7 +232,6 @@ fn offline_mode_refuses_and_opens_no_socket() {
     }
     assert!(hub.seen.lock().unwrap().is_empty(), "the Hub was contacted");
     assert!(!Path::new(&env.cache).exists(), "offline pull wrote to the cache");
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -255,7 +249,6 @@ fn refusals_of_the_hub_fail_clearly_and_download_nothing() {
         }
         assert!(hub.seen("cdn", "GET").is_empty(), "{status}: downloaded anyway");
         assert_eq!(blobs(&env), Vec::<String>::new(), "{status}");
-        std::fs::remove_dir_all(&env.dir).unwrap();
     }
 }
 
@@ -267,7 +260,6 @@ fn of_several_gguf_files_the_q4_k_m_one_is_chosen_else_the_user_is_asked_to_name
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).trim().ends_with(&format!("snapshots/{COMMIT}/m-Q4_K_M.gguf")), "{}", text(&out.stdout));
     assert_eq!(hub.seen("hub", "HEAD").iter().map(|h| h.path.clone()).collect::<Vec<_>>(), [format!("/{REPO}/resolve/main/m-Q4_K_M.gguf")]);
-    std::fs::remove_dir_all(&env.dir).unwrap();
 
     let hub = FakeHub::start(&[(REPO, "m-Q8_0.gguf"), (REPO, "m-Q6_K.gguf")]);
     let env = Env::new("pull-several-ask", &hub);
@@ -276,7 +268,6 @@ fn of_several_gguf_files_the_q4_k_m_one_is_chosen_else_the_user_is_asked_to_name
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("2 GGUF files") && err.contains("--file") && err.contains("m-Q8_0.gguf") && err.contains("m-Q6_K.gguf"), "{err}");
     assert!(hub.seen("hub", "HEAD").is_empty() && hub.seen("cdn", "GET").is_empty());
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -296,7 +287,6 @@ fn a_content_host_that_ignores_range_is_read_again_from_the_start() {
     assert_eq!(gets.len(), 2, "{gets:?}");
     assert!(gets[1].headers.get("range").is_some_and(|r| r.starts_with("bytes=")), "{gets:?}");
     assert_in_cache(&env, &hub, &text(&out.stdout));
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -310,7 +300,6 @@ fn a_content_host_that_sends_more_than_announced_is_refused_and_nothing_is_kept(
     assert!(err.contains("sent more than the") && err.contains("nothing was kept"), "{err}");
     assert_eq!(blobs(&env), Vec::<String>::new(), "nothing may be left behind");
     assert!(!env.repo_dir().join("snapshots").exists());
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }
 
 #[test]
@@ -347,5 +336,4 @@ fn doctor_names_the_model_recommend_picks_and_says_what_it_does_to_the_context()
         assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     }
     assert!(hub.seen.lock().unwrap().is_empty(), "doctor contacted the Hub");
-    std::fs::remove_dir_all(&env.dir).unwrap();
 }

@@ -348,7 +348,7 @@ fn serve(mut stream: TcpStream, seen: &Mutex<Vec<Seen>>) {
 
 const DOC: &str = "def invoice(items):\n    total = \n    for item in items:\n        total += item.price\n    return total\n";
 
-fn start_with(options: Value) -> StdioClient {
+fn start_with(options: Value) -> TestServer {
     let mut client = spawn();
     initialize(&mut client, json!({}), options);
     wait_ready(&mut client);
@@ -485,7 +485,7 @@ fn an_endpoint_that_is_down_falls_back_or_says_why() {
 
 #[test]
 fn offline_the_endpoint_is_never_connected_to() {
-    let dir = temp_dir("remote-offline");
+    let dir = TempDir::new("remote-offline");
     let trace_file = dir.join("strace.log");
     let args = strace_args(&trace_file, &binary(), &["lsp"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -504,7 +504,6 @@ fn offline_the_endpoint_is_never_connected_to() {
     assert!(last["timings"]["backend"].as_str().unwrap_or_default().starts_with("local: offline"), "{last}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
     assert_no_network(&trace_file, "the server with an endpoint");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -26,13 +26,15 @@ use serde_json::{json, Value};
 /// A folder for one test: the runtime folder (sockets) and the cache folder (host logs).
 struct Sandbox {
     root: PathBuf,
+    /// The folder, removed once the hosts are ended (`None` in a window thread's copy).
+    _dir: Option<TempDir>,
 }
 
 impl Sandbox {
     fn new(name: &str) -> Sandbox {
-        let root = temp_dir(&format!("shared-{name}"));
-        std::fs::create_dir_all(root.join("run")).unwrap();
-        Sandbox { root }
+        let dir = TempDir::new(&format!("shared-{name}"));
+        std::fs::create_dir_all(dir.join("run")).unwrap();
+        Sandbox { root: dir.to_path_buf(), _dir: Some(dir) }
     }
 
     fn env(&self) -> Vec<(String, String)> {
@@ -174,7 +176,7 @@ fn three_windows_share_one_model_load_and_answer_as_in_process() {
         .map(|w| {
             let (sandbox_root, both) = (sandbox.root.clone(), both.clone());
             std::thread::spawn(move || {
-                let sandbox = Sandbox { root: sandbox_root };
+                let sandbox = Sandbox { root: sandbox_root, _dir: None };
                 let mut client = sandbox.server(&settings(true), &[]);
                 both.wait(); // all three connected
                 let order: Vec<usize> = (0..n).map(|i| (i + w) % n).collect();

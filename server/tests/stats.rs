@@ -83,7 +83,7 @@ fn shown_suggestion(client: &mut ghostline::stdio_client::StdioClient) -> (Strin
 
 #[test]
 fn accepts_and_retention_are_recorded_without_code_or_file_names() {
-    let dir = temp_dir("stats-e2e");
+    let dir = TempDir::new("stats-e2e");
     let db = dir.join("stats.sqlite");
     // The second check comes 17 s after the first: the edit made between them (one
     // notification, sent 1.5 s after the first check) has that long even on 2 loaded cores.
@@ -174,7 +174,6 @@ fn accepts_and_retention_are_recorded_without_code_or_file_names() {
     {
         assert!(!contains(&needle), "the database holds {needle:?}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A server whose data directory (`XDG_DATA_HOME`, the statistics' default place) is `data`.
@@ -185,7 +184,7 @@ fn spawn_with_data(data: &Path) -> ghostline::stdio_client::StdioClient {
 
 #[test]
 fn statistics_off_write_nothing_and_items_carry_no_command() {
-    let dir = temp_dir("stats-off");
+    let dir = TempDir::new("stats-off");
     let (db, data) = (dir.join("db").join("stats.sqlite"), dir.join("data"));
     std::fs::create_dir_all(&data).unwrap();
     std::fs::create_dir_all(db.parent().unwrap()).unwrap();
@@ -210,7 +209,6 @@ fn statistics_off_write_nothing_and_items_carry_no_command() {
     shown_suggestion(&mut client);
     stats_row(&data.join("ghostline").join("stats.sqlite"), |row| row["shown"].as_u64() == Some(1));
     assert!(client.shutdown(TIMEOUT).unwrap().success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `ghostline ARGS…` with its data directory in `data`: (exit code, stdout, stderr).
@@ -248,7 +246,7 @@ fn old_database(path: &Path) {
 /// is not a database fails both (doctor non-zero, with what to do); a locked one is said to be.
 #[test]
 fn stats_and_doctor_read_only_and_fail_a_broken_database() {
-    let dir = temp_dir("stats-read");
+    let dir = TempDir::new("stats-read");
     let missing = dir.join("missing.sqlite");
     let (code, out, _) = ghostline(&["stats", "--db", missing.to_str().unwrap()], &dir);
     assert_eq!((code, out.trim()), (0, "no statistics yet"));
@@ -303,7 +301,6 @@ fn stats_and_doctor_read_only_and_fail_a_broken_database() {
     let (_, check) = doctor_stats(&old, &dir);
     assert_eq!(check["level"], "warn", "{check}");
     holder.execute_batch("COMMIT").unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn is_root() -> bool {
@@ -314,7 +311,7 @@ fn is_root() -> bool {
 /// warning naming the file and what to do), keeps completing, and leaves the file alone.
 #[test]
 fn a_broken_database_is_told_to_the_user() {
-    let dir = temp_dir("stats-broken");
+    let dir = TempDir::new("stats-broken");
     let db = dir.join("stats.sqlite");
     let junk = "not a database, only text filling a page: ".repeat(100);
     std::fs::write(&db, &junk).unwrap();
@@ -335,14 +332,13 @@ fn a_broken_database_is_told_to_the_user() {
     assert_eq!(told_again, 1, "{:?}", log_messages(&client));
     assert!(client.shutdown(TIMEOUT).unwrap().success());
     assert_eq!(std::fs::read_to_string(&db).unwrap(), junk, "the broken file was changed");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Two servers write one database while a third connection holds `BEGIN EXCLUSIVE` over their
 /// first suggestions: once it commits, every suggestion both showed is recorded.
 #[test]
 fn two_servers_share_one_database_through_a_lock() {
-    let dir = temp_dir("stats-shared");
+    let dir = TempDir::new("stats-shared");
     let db = dir.join("stats.sqlite");
     let mut servers: Vec<_> = (0..2)
         .map(|_| {
@@ -379,13 +375,12 @@ fn two_servers_share_one_database_through_a_lock() {
         assert!(!messages.iter().any(|m| m.contains("statistics")), "nothing lost, nothing to tell: {messages:?}");
         assert!(client.shutdown(TIMEOUT).unwrap().success());
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Out-of-range numbers and durations on the command line: a usage error that says so.
 #[test]
 fn out_of_range_numbers_are_usage_errors() {
-    let dir = temp_dir("stats-range");
+    let dir = TempDir::new("stats-range");
     for args in [
         &["stats", "--since", "1e18d"][..],
         &["stats", "--since", "18446744073709551615s"],
@@ -398,5 +393,4 @@ fn out_of_range_numbers_are_usage_errors() {
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(!err.contains("panicked") && (err.contains("out of range") || err.contains("is not in")), "{args:?}: {err}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 use ghostline::stdio_client::StdioClient;
@@ -18,8 +18,8 @@ fn uri(path: &Path) -> String {
 }
 
 /// A fresh workspace folder holding `files` (relative path, text).
-fn workspace(name: &str, files: &[(&str, &str)]) -> PathBuf {
-    let root = temp_dir(&format!("testgen-{name}"));
+fn workspace(name: &str, files: &[(&str, &str)]) -> TempDir {
+    let root = TempDir::new(&format!("testgen-{name}"));
     for (path, text) in files {
         let p = root.join(path);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -29,7 +29,7 @@ fn workspace(name: &str, files: &[(&str, &str)]) -> PathBuf {
 }
 
 /// A server for the workspace `root`; `create`: the client can create files itself.
-fn start(root: &Path, create: bool) -> StdioClient {
+fn start(root: &Path, create: bool) -> TestServer {
     let mut client = spawn();
     let operations = if create { json!(["create"]) } else { json!([]) };
     let r = client
@@ -142,7 +142,6 @@ fn tests_into_an_existing_empty_or_blank_test_file() {
     assert_eq!(edits[0]["newText"], "from geometry import hypotenuse\n");
     assert_eq!(edits[1]["range"]["start"], json!({"line": 4, "character": 15}), "the tests after the last line: {edit}");
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// The generated test file's import block, run by Python from the test file's own place:
@@ -198,7 +197,6 @@ fn tests_for_modules_in_folders_that_are_not_python_names() {
     assert_eq!(r["lastRoute"], Value::Null, "this action was never routed: {r}");
     assert_eq!(edits_sent(&client), before);
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// Two *Generate tests* at once for the same module: the second is refused with the reason
@@ -223,7 +221,6 @@ fn two_test_generations_for_one_file_at_once() {
     let r = run(&mut client, &actions, "Generate tests");
     assert_eq!(r["applied"], true, "{r}");
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// Inside a nested function, *Generate tests* is for the enclosing function (the one a test
@@ -244,7 +241,6 @@ fn tests_for_a_nested_function_aim_at_the_importable_one() {
     let new_text = edit["documentChanges"][1]["edits"][0]["newText"].as_str().unwrap();
     assert!(new_text.starts_with("from nested import outer\n"), "{new_text}");
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// An unsaved document (`untitled:`) is offered no *Generate tests*; an action run for it
@@ -275,7 +271,6 @@ fn untitled_documents_get_no_test_generation() {
     let last = last["result"].as_str().unwrap();
     assert!(last.starts_with("Generate tests for `hypotenuse` — not run: "), "{last}");
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// A CRLF document: the docstring and the tests (in a new test file) come with CRLF.
@@ -296,7 +291,6 @@ fn crlf_documents_get_crlf_edits() {
         assert!(!new_text.replace("\r\n", "").contains('\n'), "{prefix}: a lone LF in {new_text:?}");
     }
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// A file in no workspace folder: its tests go next to it, and the user is told where.
@@ -318,6 +312,4 @@ fn tests_for_a_file_outside_the_workspace_go_next_to_it_and_say_so() {
     let told = client.wait_notification("window/showMessage", TIMEOUT, |p| p["message"].as_str().is_some_and(|m| m.contains("in no workspace folder")));
     assert!(told.is_ok(), "{:?}", log_messages(&client));
     client.shutdown(TIMEOUT).unwrap();
-    std::fs::remove_dir_all(&root).unwrap();
-    std::fs::remove_dir_all(&elsewhere).unwrap();
 }

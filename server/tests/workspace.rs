@@ -4,9 +4,12 @@
 //! block its caller, the walk's filters on every update, several roots, symlinked roots,
 //! Latin-1 files and a parse bounded on a long run of comments. No model.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::TempDir;
 use ghostline::syntax;
 use ghostline::workspace::{Index, IndexOptions, Snippet};
 
@@ -70,30 +73,30 @@ case!(go_package_and_module_imports, "go", "store/report.go");
 /// appear when the globs are lifted).
 #[test]
 fn excluded_files_never_appear() {
-    let dir = Scratch::new("excluded");
-    copy_dir(&fixtures("python"), &dir.0);
-    std::fs::write(dir.0.join("shop/id_rsa_sign.py"), "def sign_payload(data: bytes) -> bytes:\n    return data\n").unwrap();
-    let path = dir.0.join("shop/cart.py");
+    let dir = TempDir::new("workspace-excluded");
+    copy_dir(&fixtures("python"), &dir);
+    std::fs::write(dir.join("shop/id_rsa_sign.py"), "def sign_payload(data: bytes) -> bytes:\n    return data\n").unwrap();
+    let path = dir.join("shop/cart.py");
     let source = std::fs::read_to_string(&path).unwrap();
     let source = source.replace("from . import base\n", "from . import base\nfrom .id_rsa_sign import sign_payload\n").replace("validate(api_key())", "validate(api_key(), sign_payload(b''))");
     let cursor = source.find("<CURSOR>").unwrap();
     let text = source.replacen("<CURSOR>", "", 1);
     let shown = |index: &Index| render(&related(index, &path, &text, cursor));
-    let guarded = Index::new(options(&dir.0, &["generated/**"]));
+    let guarded = Index::new(options(&dir, &["generated/**"]));
     guarded.build(&|_, _| {});
     let out = shown(&guarded);
     for secret in ["api_key", "validate", "secrets/", "generated/", "sign_payload", "id_rsa"] {
         assert!(!out.contains(secret), "{secret} in:\n{out}");
     }
     assert_eq!(guarded.stats().files, 7, "{:?}", guarded.stats());
-    let open = Index::new(IndexOptions { exclude: Vec::new(), ..options(&dir.0, &[]) });
+    let open = Index::new(IndexOptions { exclude: Vec::new(), ..options(&dir, &[]) });
     open.build(&|_, _| {});
     let out = shown(&open);
     assert!(out.contains("def api_key() -> str") && out.contains("def validate(data: dict) -> bool"), "{out}");
     assert!(out.contains("# path: shop/id_rsa_sign.py (line 0)\ndef sign_payload(data: bytes) -> bytes"), "{out}");
     // An editor update of an excluded file is ignored too.
-    guarded.update(&dir.0.join("secrets/more.py"), "def leaked(): ...\n");
-    guarded.update(&dir.0.join("shop/id_rsa_more.py"), "def leaked(): ...\n");
+    guarded.update(&dir.join("secrets/more.py"), "def leaked(): ...\n");
+    guarded.update(&dir.join("shop/id_rsa_more.py"), "def leaked(): ...\n");
     assert_eq!(guarded.stats().files, 7);
 }
 
@@ -103,8 +106,8 @@ fn excluded_files_never_appear() {
 /// byte and one over the size cap stay out; `max_files` stops a new file, not a replaced one.
 #[test]
 fn updates_and_watcher_events_go_through_the_walks_filters() {
-    let dir = Scratch::new("filters");
-    let root = &dir.0;
+    let dir = TempDir::new("workspace-filters");
+    let root = &dir;
     let put = |rel: &str, text: &[u8]| {
         let path = root.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -270,16 +273,16 @@ fn an_update_to_another_file_changes_the_result() {
 /// entries land (from its progress callback) — is never overwritten with the disk's text.
 #[test]
 fn an_update_during_a_build_is_kept() {
-    let dir = Scratch::new("race");
-    copy_dir(&fixtures("python"), &dir.0);
+    let dir = TempDir::new("workspace-race");
+    copy_dir(&fixtures("python"), &dir);
     for i in 0..300 {
-        std::fs::write(dir.0.join(format!("shop/m{i:03}.py")), format!("def f{i}(x):\n    return x\n")).unwrap();
+        std::fs::write(dir.join(format!("shop/m{i:03}.py")), format!("def f{i}(x):\n    return x\n")).unwrap();
     }
-    let (path, cursor) = (dir.0.join("shop/cart.py"), 0);
+    let (path, cursor) = (dir.join("shop/cart.py"), 0);
     let text = std::fs::read_to_string(&path).unwrap().replacen("<CURSOR>", "", 1);
     // Both sort after the 300 `m` files: their entries from the disk arrive after the calls.
-    let (pricing, util) = (dir.0.join("shop/pricing.py"), dir.0.join("shop/util/text.py"));
-    let index = Index::new(options(&dir.0, &["generated/**"]));
+    let (pricing, util) = (dir.join("shop/pricing.py"), dir.join("shop/util/text.py"));
+    let index = Index::new(options(&dir, &["generated/**"]));
     index.build(&|_, _| {});
     let calls = std::sync::atomic::AtomicUsize::new(0);
     index.build(&|done, total| {
@@ -302,8 +305,8 @@ fn an_update_during_a_build_is_kept() {
 /// Two roots holding the same relative path: each file's `# path:` header names its root.
 #[test]
 fn two_roots_with_the_same_relative_path_are_told_apart() {
-    let dir = Scratch::new("roots");
-    let (alpha, beta) = (dir.0.join("alpha"), dir.0.join("beta"));
+    let dir = TempDir::new("workspace-roots");
+    let (alpha, beta) = (dir.join("alpha"), dir.join("beta"));
     for (root, name) in [(&alpha, "alpha_helper"), (&beta, "beta_helper")] {
         std::fs::create_dir_all(root.join("pkg")).unwrap();
         std::fs::write(root.join("pkg/util.py"), format!("def {name}(x: int) -> int:\n    return x\n")).unwrap();
@@ -323,10 +326,10 @@ fn two_roots_with_the_same_relative_path_are_told_apart() {
 /// own definitions not taken for another file's.
 #[test]
 fn a_symlinked_root_and_real_document_paths_meet() {
-    let dir = Scratch::new("symlink");
-    let real = dir.0.join("real");
+    let dir = TempDir::new("workspace-symlink");
+    let real = dir.join("real");
     copy_dir(&fixtures("python"), &real);
-    let link = dir.0.join("link");
+    let link = dir.join("link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     for (root, doc_root) in [(&link, &real), (&real, &link)] {
         let ws = ghostline::context::cross_file::Workspace::new(options(root, &["generated/**"]));
@@ -350,14 +353,14 @@ fn a_symlinked_root_and_real_document_paths_meet() {
 /// encoding not decoded is skipped.
 #[test]
 fn latin_1_files_are_indexed() {
-    let dir = Scratch::new("latin1");
-    std::fs::write(dir.0.join("tarifs.py"), b"# -*- coding: latin-1 -*-\ndef prix_r\xe9duit(prix: float) -> float:\n    \"\"\"Le prix r\xe9duit.\"\"\"\n    return prix\n").unwrap();
-    std::fs::write(dir.0.join("quotes.py"), b"# coding: cp1252\ndef quoted(s: str) -> str:\n    \"\"\"Wraps s in \x93quotes\x94.\"\"\"\n    return s\n").unwrap();
-    std::fs::write(dir.0.join("cyrillic.py"), b"# coding: koi8-r\ndef koi(s):\n    \"\"\"\xc1\xc2\"\"\"\n    return s\n").unwrap();
-    let main = dir.0.join("main.py");
+    let dir = TempDir::new("workspace-latin1");
+    std::fs::write(dir.join("tarifs.py"), b"# -*- coding: latin-1 -*-\ndef prix_r\xe9duit(prix: float) -> float:\n    \"\"\"Le prix r\xe9duit.\"\"\"\n    return prix\n").unwrap();
+    std::fs::write(dir.join("quotes.py"), b"# coding: cp1252\ndef quoted(s: str) -> str:\n    \"\"\"Wraps s in \x93quotes\x94.\"\"\"\n    return s\n").unwrap();
+    std::fs::write(dir.join("cyrillic.py"), b"# coding: koi8-r\ndef koi(s):\n    \"\"\"\xc1\xc2\"\"\"\n    return s\n").unwrap();
+    let main = dir.join("main.py");
     let text = "def run():\n    return prix_r\u{e9}duit(quoted('a'))\n";
     std::fs::write(&main, text).unwrap();
-    let index = Index::new(options(&dir.0, &[]));
+    let index = Index::new(options(&dir, &[]));
     assert_eq!(index.build(&|_, _| {}).files, 3, "main, tarifs and quotes");
     let out = render(&related(&index, &main, text, text.len() - 2));
     assert!(out.contains("def prix_r\u{e9}duit(prix: float) -> float:\n    \"\"\"Le prix r\u{e9}duit.\"\"\""), "{out}");
@@ -370,20 +373,20 @@ fn latin_1_files_are_indexed() {
 /// still far below the quadratic cost; the definitions after the comments are all there.
 #[test]
 fn a_long_run_of_comments_after_an_indented_def_parses_quickly() {
-    let dir = Scratch::new("comments");
+    let dir = TempDir::new("workspace-comments");
     let mut text = String::from("class Notes:\n    def first(self):\n        return 1\n");
     for i in 0..12_000 {
         text.push_str(&format!("# note {i}: nothing here\n"));
     }
     text.push_str("    def second(self) -> int:\n        \"\"\"The # second.\"\"\"\n        return 2\n\n\ndef after_notes(n: int) -> int:\n    return n\n");
-    let path = dir.0.join("notes.py");
+    let path = dir.join("notes.py");
     std::fs::write(&path, &text).unwrap();
-    let index = Index::new(options(&dir.0, &[]));
+    let index = Index::new(options(&dir, &[]));
     let started = Instant::now();
     index.update(&path, &text);
     let took = started.elapsed();
     assert!(took < Duration::from_secs(8), "the update took {took:?}");
-    let main = dir.0.join("main.py");
+    let main = dir.join("main.py");
     let call = "def run():\n    return after_notes(Notes().second())\n";
     let out = render(&related(&index, &main, call, call.len() - 2));
     assert!(out.contains("def after_notes(n: int) -> int:") && out.contains("def second(self) -> int"), "{out}");
@@ -405,18 +408,6 @@ fn max_files_and_the_memory_cap_bound_the_index() {
     assert_eq!(small.stats(), stats);
 }
 
-/// A scratch folder under the system's temporary directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("ghostline-workspace-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -430,27 +421,21 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// 10,000 small files: the build runs on its own thread, and `related` answers meanwhile.
 #[test]
 fn a_large_workspace_builds_without_blocking_the_caller() {
-    let dir = Scratch(std::env::temp_dir().join(format!("ghostline-workspace-{}", std::process::id())));
+    let dir = TempDir::new("workspace");
     for i in 0..10_000 {
-        let sub = dir.0.join(format!("pkg{}", i / 500));
+        let sub = dir.join(format!("pkg{}", i / 500));
         if i % 500 == 0 {
             std::fs::create_dir_all(&sub).unwrap();
         }
         std::fs::write(sub.join(format!("m{i}.py")), format!("def f{i}(x: int) -> int:\n    \"\"\"Number {i}.\"\"\"\n    return x + {i}\n\n\nclass C{i}:\n    def g(self):\n        return f{i}(1)\n")).unwrap();
     }
-    let me = dir.0.join("pkg0/main.py");
+    let me = dir.join("pkg0/main.py");
     let text = "from pkg3.m1500 import f1500\n\ndef main():\n    return f1500(2) + f42(1)\n".to_owned();
     std::fs::write(&me, &text).unwrap();
-    let index = Index::new(IndexOptions { max_files: 20_000, ..options(&dir.0, &[]) });
+    let index = Index::new(IndexOptions { max_files: 20_000, ..options(&dir, &[]) });
     let builder = {
         let index = index.clone();
         let progress = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -520,8 +505,7 @@ fn a_large_multi_byte_file_resolves_at_every_cursor() {
 /// `from m import a, b` is imported, not one of the file's own definitions.
 #[test]
 fn an_import_not_yet_used_comes_first_then_the_names_nearest_the_scope() {
-    let root = std::env::temp_dir().join(format!("ghostline-ws-rank-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root = TempDir::new("ws-rank");
     std::fs::create_dir_all(root.join("pkg")).unwrap();
     std::fs::write(root.join("pkg/__init__.py"), "").unwrap();
     std::fs::write(
@@ -555,5 +539,4 @@ fn an_import_not_yet_used_comes_first_then_the_names_nearest_the_scope() {
     let two = one + cost("def used_near(");
     let kept = names(two);
     assert!(kept.iter().any(|l| l.starts_with("def used_near(")) && !kept.iter().any(|l| l.starts_with("def used_far(")), "nearest the scope next: {kept:?}");
-    let _ = std::fs::remove_dir_all(&root);
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::config::Options;
+use crate::testing::TempDir;
 
 const SOURCE: &str = "def add(a, b):\n    result = a\n    result += b\n    return result\n";
 const GOOD: &str = "```python\ndef add(a, b):\n    return a + b\n```\n";
@@ -60,17 +61,20 @@ fn refused() -> Result<CloudAnswer, CloudError> {
     Err(CloudError::Connect("connection refused".into()))
 }
 
-/// Refactors may go to the cloud (privacy `allow`, an endpoint); no answer cache.
-fn config(edit: impl FnOnce(&mut Config)) -> Config {
+/// Refactors may go to the cloud (privacy `allow`, an endpoint); no answer cache. The cache's
+/// folder (made even when it holds nothing) is a fresh one: keep its guard while the config is
+/// used.
+fn config(edit: impl FnOnce(&mut Config)) -> (Config, TempDir) {
+    let cache = TempDir::new("service-test");
     let mut c = Options::default().resolve(None);
     c.privacy = Privacy::Allow;
     c.cloud.endpoint = Some("http://127.0.0.1:9/v1".into());
     c.cloud.cache_entries = 0;
-    c.cloud.cache_dir = Some(std::env::temp_dir().join(format!("ghostline-service-test-{}", std::process::id())));
+    c.cloud.cache_dir = Some(cache.to_path_buf());
     c.cloud.breaker_failures = 2;
     c.cloud.breaker_cooldown_s = 600;
     edit(&mut c);
-    c
+    (c, cache)
 }
 
 fn request() -> Request {
@@ -103,7 +107,7 @@ fn run(service: &ActionService, config: &Config, peers: &Scripted) -> (Decision,
 #[test]
 fn a_failing_cloud_falls_back_to_the_local_model_until_the_breaker_keeps_actions_local() {
     let service = ActionService::default();
-    let config = config(|_| {});
+    let (config, _cache) = config(|_| {});
     let peers = Scripted::default().with_cloud([refused(), refused()]).with_local([Ok(GOOD.into()), Ok(GOOD.into()), Ok(GOOD.into())]);
     for n in 1..=2 {
         let (decision, answered) = run(&service, &config, &peers);
@@ -123,7 +127,7 @@ fn a_failing_cloud_falls_back_to_the_local_model_until_the_breaker_keeps_actions
     assert!(answered.unwrap().fallback.is_none());
     assert_eq!(peers.calls(), (2, 3), "the cloud was not asked");
     // Other breaker settings start a new count.
-    let config = self::config(|c| c.cloud.breaker_failures = 3);
+    let (config, _cache) = self::config(|c| c.cloud.breaker_failures = 3);
     let peers = Scripted::default().with_cloud([answer(GOOD, 10)]);
     assert_eq!(run(&service, &config, &peers).0.route, Route::Cloud);
 }
@@ -131,7 +135,7 @@ fn a_failing_cloud_falls_back_to_the_local_model_until_the_breaker_keeps_actions
 #[test]
 fn after_the_cooldown_one_success_closes_the_breaker() {
     let service = ActionService::default();
-    let config = config(|c| {
+    let (config, _cache) = config(|c| {
         c.cloud.breaker_failures = 1;
         c.cloud.breaker_cooldown_s = 0;
     });
@@ -148,7 +152,7 @@ fn after_the_cooldown_one_success_closes_the_breaker() {
 #[test]
 fn an_unusable_cloud_answer_falls_back_but_is_no_breaker_failure() {
     let service = ActionService::default();
-    let config = config(|c| c.cloud.breaker_failures = 1);
+    let (config, _cache) = config(|c| c.cloud.breaker_failures = 1);
     let peers = Scripted::default().with_cloud([answer("Sorry, I can't.", 10), answer(GOOD, 10)]).with_local([Ok(GOOD.into())]);
     let answered = run(&service, &config, &peers).1.unwrap();
     assert_eq!(answered.route, Route::Local);
@@ -161,7 +165,7 @@ fn an_unusable_cloud_answer_falls_back_but_is_no_breaker_failure() {
 #[test]
 fn a_cancelled_cloud_request_is_no_breaker_failure() {
     let service = ActionService::default();
-    let config = config(|c| c.cloud.breaker_failures = 1);
+    let (config, _cache) = config(|c| c.cloud.breaker_failures = 1);
     let peers = Scripted::default().with_cloud([Err(CloudError::Cancelled), answer(GOOD, 10)]).with_local([Ok(GOOD.into())]);
     assert_eq!(run(&service, &config, &peers).1.unwrap().route, Route::Local);
     assert_eq!(run(&service, &config, &peers).0.route, Route::Cloud);
@@ -170,7 +174,7 @@ fn a_cancelled_cloud_request_is_no_breaker_failure() {
 #[test]
 fn cloud_answers_spend_the_daily_budget_until_actions_stay_local() {
     let service = ActionService::default();
-    let config = config(|c| c.cloud.daily_token_budget = 1_000);
+    let (config, _cache) = config(|c| c.cloud.daily_token_budget = 1_000);
     // The first answer reports 900 tokens; the second action needs more than is left.
     let peers = Scripted::default().with_cloud([answer(GOOD, 900)]).with_local([Ok(GOOD.into())]);
     let (decision, answered) = run(&service, &config, &peers);
@@ -185,7 +189,7 @@ fn cloud_answers_spend_the_daily_budget_until_actions_stay_local() {
 #[test]
 fn an_answer_without_token_counts_spends_an_estimate() {
     let service = ActionService::default();
-    let config = config(|c| c.cloud.daily_token_budget = 1_000_000);
+    let (config, _cache) = config(|c| c.cloud.daily_token_budget = 1_000_000);
     let peers = Scripted::default().with_cloud([answer(GOOD, 0)]);
     assert_eq!(run(&service, &config, &peers).1.unwrap().route, Route::Cloud);
     let used = service.budget.lock().unwrap().used_on(route::today());
@@ -195,7 +199,7 @@ fn an_answer_without_token_counts_spends_an_estimate() {
 #[test]
 fn when_both_routes_fail_the_error_names_both_and_nothing_is_concluded() {
     let service = ActionService::default();
-    let config = config(|_| {});
+    let (config, _cache) = config(|_| {});
     let peers = Scripted::default().with_cloud([refused()]).with_local([Err("the model thread stopped".into())]);
     let error = run(&service, &config, &peers).1.unwrap_err();
     assert!(error.contains("the cloud failed: cannot connect"), "{error}");
@@ -212,7 +216,7 @@ fn when_both_routes_fail_the_error_names_both_and_nothing_is_concluded() {
 #[test]
 fn a_local_answer_that_does_not_parse_is_an_error_not_an_edit() {
     let service = ActionService::default();
-    let config = config(|c| c.privacy = Privacy::LocalOnly);
+    let (config, _cache) = config(|c| c.privacy = Privacy::LocalOnly);
     let peers = Scripted::default().with_local([Ok("```python\ndef add(a, b:\n```\n".into())]);
     let (decision, answered) = run(&service, &config, &peers);
     assert_eq!(decision.route, Route::Local);
@@ -223,7 +227,7 @@ fn a_local_answer_that_does_not_parse_is_an_error_not_an_edit() {
 #[test]
 fn with_no_route_the_action_fails_before_generating_and_says_why() {
     let service = ActionService::default();
-    let config = config(|c| c.offline = true);
+    let (config, _cache) = config(|c| c.offline = true);
     let peers = Scripted { no_local_model: true, ..Scripted::default() };
     let error = run(&service, &config, &peers).1.unwrap_err();
     assert!(error.ends_with("offline mode: nothing leaves the machine, and no local model is loaded"), "{error}");
@@ -236,11 +240,10 @@ fn with_no_route_the_action_fails_before_generating_and_says_why() {
 
 #[test]
 fn the_answer_cache_answers_the_same_prompt_without_the_endpoint() {
-    let dir = std::env::temp_dir().join(format!("ghostline-service-cache-{}-{:?}", std::process::id(), std::thread::current().id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let config = config(|c| {
+    let dir = TempDir::new("service-cache");
+    let (config, _cache) = config(|c| {
         c.cloud.cache_entries = 8;
-        c.cloud.cache_dir = Some(dir.clone());
+        c.cloud.cache_dir = Some(dir.to_path_buf());
     });
     let service = ActionService::default();
     let peers = Scripted::default().with_cloud([answer(GOOD, 10)]);
@@ -249,7 +252,6 @@ fn the_answer_cache_answers_the_same_prompt_without_the_endpoint() {
     assert!(answered.cached && answered.route == Route::Cloud, "{answered:?}");
     assert!(service.last_route().unwrap().ends_with("(cached answer)"), "{:?}", service.last_route());
     assert_eq!(peers.calls(), (1, 0));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -102,9 +102,7 @@ mod tests {
 
     #[test]
     fn user_only_permissions_bounded_and_keyed_by_content() {
-        let dir = std::env::temp_dir().join(format!("ghostline-cache-test-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+        let dir = crate::testing::TempDir::new("cache-test");
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         let cache = DiskCache::open(&dir, 2).unwrap();
         assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
@@ -125,6 +123,5 @@ mod tests {
         assert_eq!(cache.get(&k1), None, "the oldest entry is dropped past the bound");
         assert_eq!(cache.get(&k3), Some(e("three")));
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 2);
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

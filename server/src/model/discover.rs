@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn split_parts_and_projectors_are_skipped() {
-        let dir = std::env::temp_dir().join(format!("ghostline-discover-{}", std::process::id()));
+        let dir = crate::testing::TempDir::new("discover");
         std::fs::create_dir_all(dir.join("a")).unwrap();
         for name in ["a/m-00001-of-00002.gguf", "a/m-00002-of-00002.gguf", "a/mmproj-f16.gguf", "a/x.GGUF", "a/notes.txt"] {
             std::fs::write(dir.join(name), "GGUF").unwrap();
@@ -351,6 +351,5 @@ mod tests {
         let names: Vec<String> =
             gguf_files(&dir, 2).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(names, vec!["m-00001-of-00002.gguf", "x.GGUF"]);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

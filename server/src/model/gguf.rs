@@ -418,15 +418,16 @@ mod tests {
         std::fs::write(path, out).unwrap();
     }
 
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("ghostline-gguf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
+    /// A path named `name` in a fresh folder, and the folder's guard.
+    fn temp(name: &str) -> (crate::testing::TempDir, std::path::PathBuf) {
+        let dir = crate::testing::TempDir::new("gguf");
+        let path = dir.join(name);
+        (dir, path)
     }
 
     #[test]
     fn synthetic_header_shape_and_fim() {
-        let path = temp("coder.gguf");
+        let (_dir, path) = temp("coder.gguf");
         write_gguf(
             &path,
             &[
@@ -450,7 +451,7 @@ mod tests {
 
     #[test]
     fn per_layer_kv_heads_and_key_length() {
-        let path = temp("per-layer.gguf");
+        let (_dir, path) = temp("per-layer.gguf");
         write_gguf(
             &path,
             &[
@@ -472,10 +473,10 @@ mod tests {
 
     #[test]
     fn errors_name_the_problem() {
-        let path = temp("text.gguf");
+        let (_dir, path) = temp("text.gguf");
         std::fs::write(&path, "hello world, not a model").unwrap();
         assert!(Gguf::open(&path).unwrap_err().0.contains("not a GGUF file"));
-        let path = temp("short.gguf");
+        let (_dir, path) = temp("short.gguf");
         std::fs::write(&path, b"GGUF\x03\x00\x00\x00\x00").unwrap();
         assert!(Gguf::open(&path).unwrap_err().0.contains("truncated"));
     }

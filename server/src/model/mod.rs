@@ -604,8 +604,7 @@ mod tests {
 
     #[test]
     fn model_file_errors_name_the_path_and_the_problem() {
-        let dir = std::env::temp_dir().join(format!("ghostline-check-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::testing::TempDir::new("check");
         let missing = dir.join("missing.gguf");
         assert!(check_model_file(&missing).unwrap_err().contains("not found: "));
         let text = dir.join("notes.gguf");
@@ -619,6 +618,5 @@ mod tests {
         let ok = dir.join("header.gguf");
         std::fs::write(&ok, b"GGUF\x03\x00\x00\x00").unwrap();
         assert_eq!(check_model_file(&ok), Ok(()));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -137,7 +137,6 @@ mod tests {
         let user = "from pkg.geo import surface_area\nfrom pkg.geo import surface_area as surface\n\n\ndef f(area):\n    return area\n\nx = surface_area(1, 2) + surface(3, 4)\n";
         assert_eq!(by_name[1], ("user.py".into(), user.into()));
         assert!(found.iter().all(|f| f.version.is_none()));
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
@@ -156,7 +155,6 @@ mod tests {
         // What `read` refuses (an excluded file) is skipped.
         let none = plan(&index, &root.join("pkg/geo.py"), &renamed(), &|_| None);
         assert!(none.is_empty());
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
@@ -164,6 +162,5 @@ mod tests {
         let taken = "from pkg.geo import area\n\nsurface_area = 3\nx = area(1, 2)\n";
         let (root, index) = scratch("across-taken", &[("pkg/__init__.py", ""), ("pkg/geo.py", GEO), ("t.py", taken)]);
         assert!(plan(&index, &root.join("pkg/geo.py"), &renamed(), &disk).is_empty());
-        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn layout_and_links() {
-        let dir = std::env::temp_dir().join(format!("ghostline-pull-cache-{}", std::process::id()));
+        let dir = crate::testing::TempDir::new("pull-cache");
         let repo = RepoDir::new(&dir, "org/Some-Repo");
         assert_eq!(repo.0, dir.join("models--org--Some-Repo"));
         let sha = "ab".repeat(32);
@@ -120,6 +120,5 @@ mod tests {
         repo.link("c0ffee", "m.gguf", &sha, "c0ffee").unwrap();
         assert!(!repo.0.join("refs/c0ffee").exists());
         assert!(free_space(&dir.join("not/yet")).is_some_and(|b| b > 0));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

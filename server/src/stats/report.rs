@@ -316,8 +316,8 @@ mod tests {
 
     #[test]
     fn next_edits_are_counted_apart_from_completions() {
-        let path = std::env::temp_dir().join(format!("ghostline-stats-next-{}.sqlite", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = temp("next");
+        let path = dir.join("stats.sqlite");
         let stats = Stats::open(&path).unwrap();
         let shown = |route| stats.shown(&Shown { model: "m", language: "python", route, latency_ms: 5.0, chars: 6 }).unwrap();
         let (completion, next) = (shown(Route::Model), shown(Route::NextEdit));
@@ -327,13 +327,12 @@ mod tests {
         let rows = summary(&stats, 0).unwrap();
         let view: Vec<(bool, u64, u64)> = rows.iter().map(|r| (r.next_edits, r.shown, r.accepted)).collect();
         assert_eq!(view, [(false, 1, 0), (true, 2, 1)], "one completion, two next edits (one accepted)");
-        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
     fn figures_per_model_and_language() {
-        let path = std::env::temp_dir().join(format!("ghostline-stats-{}.sqlite", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = temp("figures");
+        let path = dir.join("stats.sqlite");
         let stats = Stats::open(&path).unwrap();
         let shown = |language, route, latency_ms, chars| {
             stats.shown(&Shown { model: "qwen2.5-coder-1.5b", language, route, latency_ms, chars }).unwrap()
@@ -367,8 +366,6 @@ mod tests {
         assert_eq!((rows[1].language.as_str(), rows[1].accepted, rows[1].retained_30s), ("rust", 0, None));
         // Later than everything: nothing.
         assert!(summary(&stats, super::super::now_s() + 10).unwrap().is_empty());
-        drop(stats);
-        std::fs::remove_file(&path).unwrap();
     }
 
     /// The code goes in where the server hands it over (the tracker: the suggestion's text, the
@@ -377,8 +374,7 @@ mod tests {
     #[test]
     fn no_code_or_file_name_is_stored() {
         use super::super::track::{Edit, Offer, Tracker};
-        let dir = std::env::temp_dir().join(format!("ghostline-stats-nocode-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = temp("nocode");
         let path = dir.join("stats.sqlite");
         let settings = crate::config::StatsConfig {
             enabled: true,
@@ -423,13 +419,12 @@ mod tests {
         for needle in ["secret_code_marker", "compute_the_answer", "other_words", "confidential_module_name", "/project/", "import os"] {
             assert!(!contains(needle), "the database holds {needle:?}");
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn the_table_is_bounded() {
-        let path = std::env::temp_dir().join(format!("ghostline-stats-bound-{}.sqlite", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = temp("bound");
+        let path = dir.join("stats.sqlite");
         let stats = Stats::open(&path).unwrap();
         let s = Shown { model: "m", language: "python", route: Route::Model, latency_ms: 1.0, chars: 1 };
         stats.db.execute_batch("BEGIN").unwrap();
@@ -438,8 +433,6 @@ mod tests {
         }
         stats.db.execute_batch("COMMIT").unwrap();
         assert_eq!(stats.count().unwrap(), super::super::MAX_ROWS);
-        drop(stats);
-        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
@@ -456,11 +449,8 @@ mod tests {
         }
     }
 
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("ghostline-stats-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    fn temp(name: &str) -> crate::testing::TempDir {
+        crate::testing::TempDir::new(&format!("stats-{name}"))
     }
 
     fn on(path: &std::path::Path) -> crate::config::StatsConfig {
@@ -498,7 +488,6 @@ mod tests {
             assert_eq!(std::fs::metadata(&full).unwrap().permissions().mode() & 0o777, 0o444, "permissions changed by a read");
             assert_eq!(std::fs::read(&full).unwrap(), bytes);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A file that is not a database fails doctor's check, with what to do; a locked one warns.
@@ -524,6 +513,5 @@ mod tests {
         }
         holder.execute_batch("COMMIT").unwrap();
         assert!(matches!(doctor_line(&on(&locked)), Health::Ok(_)));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -561,11 +561,8 @@ mod tests {
         StatsConfig { enabled, path: Some(path.to_owned()), retention: [Duration::from_secs(60); 2] }
     }
 
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("ghostline-track-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    fn temp(name: &str) -> crate::testing::TempDir {
+        crate::testing::TempDir::new(&format!("track-{name}"))
     }
 
     const WAIT: Duration = Duration::from_secs(60);
@@ -589,7 +586,6 @@ mod tests {
         assert_eq!(tracker.flush(WAIT).map(|f| f.pending), Some(0));
         assert!(!path.exists(), "statistics off made the file");
         assert_eq!(rows(&dir.join("on.sqlite")), 1, "the control: on records ({on})");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A file that is not a database: statistics are off for it, and the user is told once,
@@ -611,7 +607,6 @@ mod tests {
         assert_eq!(told.len(), 1, "{told:?}");
         assert!(told[0].contains("statistics are off") && told[0].contains(&path.display().to_string()) && told[0].contains("delete it"), "{told:?}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), junk);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Another connection holds `BEGIN EXCLUSIVE`: what is shown meanwhile is kept and written
@@ -647,7 +642,6 @@ mod tests {
         let summary = super::super::report::summary(&stats, 0).unwrap();
         assert_eq!((summary[0].shown, summary[0].accepted), (7, 7));
         assert!(told.lock().unwrap().is_empty(), "{:?}", told.lock().unwrap());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Past the bound the oldest writes are dropped: counted, told once, and recorded in the
@@ -677,6 +671,5 @@ mod tests {
         let told = told.lock().unwrap().clone();
         assert_eq!(told.len(), 1, "{told:?}");
         assert!(told[0].contains("locked") && told[0].contains("dropped"), "{told:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

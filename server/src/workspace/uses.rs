@@ -138,17 +138,16 @@ impl Index {
 }
 
 /// Test helper: `files` (relative path, text) written under a fresh folder named after
-/// `name`, and the index built over it.
+/// `name` (removed when its guard is dropped), and the index built over it.
 #[cfg(test)]
-pub(crate) fn scratch(name: &str, files: &[(&str, &str)]) -> (PathBuf, Index) {
-    let root = std::env::temp_dir().join(format!("ghostline-uses-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+pub(crate) fn scratch(name: &str, files: &[(&str, &str)]) -> (crate::testing::TempDir, Index) {
+    let root = crate::testing::TempDir::new(&format!("uses-{name}"));
     for (rel, text) in files {
         let path = root.join(rel);
         std::fs::create_dir_all(path.parent().expect("a file's folder")).unwrap();
         std::fs::write(path, text).unwrap();
     }
-    let index = Index::new(super::IndexOptions { roots: vec![root.clone()], ..Default::default() });
+    let index = Index::new(super::IndexOptions { roots: vec![root.to_path_buf()], ..Default::default() });
     index.build(&|_, _| {});
     (root, index)
 }
@@ -175,6 +174,5 @@ mod tests {
         let b = "from other import area\n";
         let none = index.imports_of(&root.join("b.py"), b, &spec.parse(b), spec, &root.join("pkg/geo.py"), "area");
         assert!(none.is_empty(), "another module's `area`: {none:?}");
-        let _ = std::fs::remove_dir_all(&root);
     }
 }

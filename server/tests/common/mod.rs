@@ -3,8 +3,10 @@
 
 pub mod hub;
 
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ghostline::stdio_client::StdioClient;
@@ -77,15 +79,87 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ghostline"))
 }
 
+/// A fresh, empty folder `ghostline-<name>-<pid>-<n>` in the system's temporary folder, removed
+/// with everything in it when dropped — also when the test panics. A folder handed to a server
+/// must outlive it: bind the guard to a variable declared before the client.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("ghostline-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir { path }
+    }
+}
+
+impl Deref for TempDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A server started by [`spawn`] and its data folder: dropped (or shut down), the process ends
+/// first, then the folder goes. Used as the [`StdioClient`] it holds.
+pub struct TestServer {
+    client: StdioClient,
+    _data: TempDir,
+}
+
+impl TestServer {
+    /// [`StdioClient::shutdown`], then the data folder is removed.
+    pub fn shutdown(self, timeout: Duration) -> Result<ExitStatus, String> {
+        self.client.shutdown(timeout)
+    }
+}
+
+impl Deref for TestServer {
+    type Target = StdioClient;
+
+    fn deref(&self) -> &StdioClient {
+        &self.client
+    }
+}
+
+impl DerefMut for TestServer {
+    fn deref_mut(&mut self) -> &mut StdioClient {
+        &mut self.client
+    }
+}
+
 /// Starts the server with no `GHOSTLINE_MODEL` in its environment (tests pass the path in
 /// `initializationOptions`, as editors do) and logs on our stderr. Its data directory (the
-/// acceptance statistics' default place) is a temporary folder, not the user's.
-pub fn spawn() -> StdioClient {
-    let data = std::env::temp_dir().join("ghostline-test-data");
-    let env = [("GHOSTLINE_MODEL", ""), ("XDG_DATA_HOME", data.to_str().unwrap())];
-    let mut client = StdioClient::spawn(&binary(), &["lsp"], &env, Stdio::inherit()).unwrap();
+/// acceptance statistics' default place) is a temporary folder of its own, not the user's.
+pub fn spawn() -> TestServer {
+    spawn_with(&[], Stdio::inherit())
+}
+
+/// [`spawn`] with `extra` added to the server's environment and its log sent to `stderr`.
+pub fn spawn_with(extra: &[(&str, &str)], stderr: Stdio) -> TestServer {
+    let data = TempDir::new("data");
+    let mut env = vec![("GHOSTLINE_MODEL", ""), ("XDG_DATA_HOME", data.to_str().unwrap())];
+    env.extend_from_slice(extra);
+    let mut client = StdioClient::spawn(&binary(), &["lsp"], &env, stderr).unwrap();
     assert!(client.is_running());
-    client
+    TestServer { client, _data: data }
 }
 
 /// `initialize` + `initialized`; returns the initialize result.
@@ -110,7 +184,7 @@ pub fn wait_ready(client: &mut StdioClient) {
 }
 
 /// A server with the test model loaded, initialized with `capabilities`.
-pub fn ready_server(capabilities: Value) -> (StdioClient, Value) {
+pub fn ready_server(capabilities: Value) -> (TestServer, Value) {
     let mut client = spawn();
     let init = initialize(&mut client, capabilities, json!({"model": {"path": model()}}));
     wait_ready(&mut client);
@@ -148,14 +222,6 @@ pub fn completion(client: &mut StdioClient, uri: &str, line: u32, character: u32
 pub fn inline_text(response: &Value) -> String {
     assert!(response.get("error").is_none(), "request failed: {response}");
     response["result"]["items"][0]["insertText"].as_str().unwrap_or("").to_owned()
-}
-
-/// A fresh, empty folder in the system's temporary folder, named after `name` and this process.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ghostline-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The kinds (`begin`, `report`, `end`) of the `$/progress` notifications received so far.

@@ -305,8 +305,7 @@ mod tests {
     #[test]
     fn a_folder_or_socket_open_to_others_is_refused() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("ghostline-host-perm-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::testing::TempDir::new("host-perm");
         let run = dir.join("run");
         make_dir(&run).unwrap();
         assert_eq!(std::fs::metadata(&run).unwrap().permissions().mode() & 0o777, 0o700);
@@ -322,6 +321,5 @@ mod tests {
         let file = run.join("plain");
         std::fs::write(&file, "").unwrap();
         assert!(check_socket(&file).unwrap_err().contains("not a socket"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
