@@ -1,4 +1,4 @@
-//! Test-only helpers for the unit tests: a folder under the system's temporary folder that is
+//! Test-only helpers for the unit tests and (by `#[path]`) the integration tests: a folder under the system's temporary folder that is
 //! removed when dropped, also when the test panics.
 
 use std::ops::Deref;
@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A fresh, empty folder `ghostline-<name>-<pid>-<n>`, removed with everything in it on drop.
-pub(crate) struct TempDir {
+pub struct TempDir {
     path: PathBuf,
 }
 
 impl TempDir {
-    pub(crate) fn new(name: &str) -> TempDir {
+    pub fn new(name: &str) -> TempDir {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("ghostline-{name}-{}-{n}", std::process::id()));

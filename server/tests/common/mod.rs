@@ -2,11 +2,15 @@
 #![allow(dead_code)]
 
 pub mod hub;
+/// [`TempDir`]: the unit tests' folder guard, shared with them. A folder handed to a server must
+/// outlive it: bind the guard to a variable declared before the client.
+#[path = "../../src/testing.rs"]
+mod testing;
+pub use testing::TempDir;
 
 use std::ops::{Deref, DerefMut};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ghostline::stdio_client::StdioClient;
@@ -77,44 +81,6 @@ pub fn fixture_with_cursor(name: &str) -> (String, u32, u32) {
 
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ghostline"))
-}
-
-/// A fresh, empty folder `ghostline-<name>-<pid>-<n>` in the system's temporary folder, removed
-/// with everything in it when dropped — also when the test panics. A folder handed to a server
-/// must outlive it: bind the guard to a variable declared before the client.
-pub struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("ghostline-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir { path }
-    }
-}
-
-impl Deref for TempDir {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AsRef<Path> for TempDir {
-    fn as_ref(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
 }
 
 /// A server started by [`spawn`] and its data folder: dropped (or shut down), the process ends
