@@ -359,7 +359,7 @@ fn the_model_thread_does_not_end_an_unfinished_answer() {
             tokens.extend(tokenizer.tokenize("\n    return message\n"));
             tokens.push(13);
             let unfinished: Box<dyn Fn(&str) -> bool + Send> = if constrained { Box::new(|text: &str| text.len() < AT_LEAST) } else { Box::new(|_: &str| false) };
-            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: u64::from(constrained), max_tokens: 48, unfinished, lead: String::new() }
+            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: u64::from(constrained), max_tokens: 48, unfinished, lead: String::new(), blank_enders: String::new() }
         };
         rt().block_on(handle.generate(GenerateRequest { prompt: Box::new(build), cancel: CancelFlag::new() })).unwrap().text
     };
@@ -385,7 +385,7 @@ fn the_model_thread_writes_the_lead_first() {
             tokens.push(12);
             tokens.extend(tokenizer.tokenize("\n    return message\n"));
             tokens.push(13);
-            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: lead.len() as u64, max_tokens: 24, unfinished: Box::new(|_| false), lead: lead.clone() }
+            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: lead.len() as u64, max_tokens: 24, unfinished: Box::new(|_| false), lead: lead.clone(), blank_enders: String::new() }
         };
         rt().block_on(handle.generate(GenerateRequest { prompt: Box::new(build), cancel: CancelFlag::new() })).unwrap().text
     };
@@ -393,4 +393,41 @@ fn the_model_thread_writes_the_lead_first() {
     assert!(!free.trim_start().starts_with("f\"Good"), "the model must not write the lead by itself for this test to mean something: {free:?}");
     let led = generate(&format!(" {LEAD}"));
     assert!(led.starts_with(&format!(" {LEAD}")) && led.len() > LEAD.len() + 1, "the lead first, then the model's own text: {led:?}");
+}
+
+/// In a hole between a call's parentheses (`Prompt::blank_enders`: a next edit's new
+/// argument), a token that ends the text while it is still blank — the call's `)`, a comma, a
+/// line break — is refused as an end token is: the FIM test model's own first token here is one
+/// of them, which the argument's stop rule would cut to nothing.
+#[test]
+fn the_model_thread_does_not_end_an_argument_hole_blank() {
+    let handle = fim_model_thread();
+    const CASES: &[(&str, &str)] = &[
+        // The hole of a parameter added after `proxy_ip`.
+        ("def is_valid_cidr(value, strict):\n    return '/' in value\n\n\ndef check(proxy_ip):\n    if is_valid_cidr(proxy_ip, ", "):\n        return True\n"),
+        ("def load(path, mode):\n    return open(path, mode)\n\n\ndef main(name):\n    data = load(name, ", ")\n    return data\n"),
+    ];
+    const ENDERS: &str = "\n,)]}";
+    let generate = |case: usize, enders: &str| {
+        let enders = enders.to_owned();
+        let build = move |tokenizer: &dyn Tokenize, _: &VocabFacts| {
+            let (prefix, suffix) = CASES[case];
+            let mut tokens = vec![11];
+            tokens.extend(tokenizer.tokenize(prefix));
+            tokens.push(12);
+            tokens.extend(tokenizer.tokenize(suffix));
+            tokens.push(13);
+            ghostline::model::Prompt { tokens, stop: Box::new(|_| None), stop_key: enders.len() as u64, max_tokens: 12, unfinished: Box::new(|_| false), lead: String::new(), blank_enders: enders.clone() }
+        };
+        rt().block_on(handle.generate(GenerateRequest { prompt: Box::new(build), cancel: CancelFlag::new() })).unwrap().text
+    };
+    let first = |text: &str| text.trim_start_matches([' ', '\t']).chars().next();
+    let free = generate(0, "");
+    assert_eq!(first(&free), Some(','), "the model must end the argument blank by itself for this test to mean something: {free:?}");
+    let guarded = generate(0, ENDERS);
+    assert!(first(&guarded).is_some_and(|c| !ENDERS.contains(c)), "the argument still ends blank: {guarded:?}");
+    // Where the model's first token writes something, the guard changes nothing.
+    let free = generate(1, "");
+    assert!(first(&free).is_some_and(|c| !ENDERS.contains(c)), "{free:?}");
+    assert_eq!(generate(1, ENDERS), free);
 }

@@ -614,7 +614,7 @@ impl<'m> Worker<'m> {
     /// pad, repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
     /// context. Fills `timings` but for the prompt fields; returns the text kept.
     fn prefill_and_decode(&mut self, prompt: &[LlamaToken], run: &Run<'_>, start: Instant, timings: &mut Timings) -> Result<String, GenerateError> {
-        let Run { cancel, max_tokens, stop, unfinished, lead, fim_stops, aligned } = *run;
+        let Run { cancel, max_tokens, stop, unfinished, lead, blank_enders, fim_stops, aligned } = *run;
         let n_ctx = self.ctx.n_ctx() as usize;
         let (reused, restored) = self.prefill(prompt, cancel, aligned).map_err(|e| match e {
             PrefillError::Cancelled => GenerateError::Cancelled,
@@ -652,10 +652,12 @@ impl<'m> Worker<'m> {
                 self.drop_unconfirmed();
                 return Err(GenerateError::Cancelled);
             }
+            let guard = Guard { lead, enders: blank_enders, so_far: &bytes };
+            let blank = super::blank_guarded(lead, blank_enders, &bytes);
             let token = if let Some(rest) = super::lead_rest(lead, &bytes) {
-                self.sample_agreeing(&mut sampler, logits_at, rest)
-            } else if unfinished.is_some_and(|open| open(valid_utf8_prefix(&bytes))) {
-                self.sample_going_on(&mut sampler, logits_at, fim_stops)
+                self.sample_agreeing(&mut sampler, logits_at, rest, guard)
+            } else if blank || unfinished.is_some_and(|open| open(valid_utf8_prefix(&bytes))) {
+                self.sample_going_on(&mut sampler, logits_at, fim_stops, guard)
             } else {
                 sampler.sample(&self.ctx, logits_at)
             };
@@ -735,11 +737,8 @@ impl<'m> Worker<'m> {
         Ok(all[..cut.unwrap_or(all.len()).min(all.len())].to_owned())
     }
 
-    /// What `sampler` picks from the logits at `i` with every end token masked (`fim_stops`: the
-    /// FIM stop tokens too), accepted as [`LlamaSampler::sample`] accepts its pick.
-    /// The most likely token at batch index `i` whose text agrees with `rest`, what the lead
-    /// still needs ([`super::agrees`]; end tokens never do), the sampler's penalties applied.
-    fn sample_agreeing(&mut self, sampler: &mut LlamaSampler, i: i32, rest: &[u8]) -> LlamaToken {
+    /// Every token's text, made once (end tokens: empty).
+    fn load_pieces(&mut self) -> &[Box<[u8]>] {
         if self.pieces.is_empty() {
             let vocab = self.model.vocab();
             self.pieces = (0..self.model.n_vocab())
@@ -752,10 +751,18 @@ impl<'m> Worker<'m> {
                 })
                 .collect();
         }
+        &self.pieces
+    }
+
+    /// The most likely token at batch index `i` whose text agrees with `rest`, what the lead
+    /// still needs ([`super::agrees`]; end tokens never do), and does not end the text blank
+    /// past it ([`super::ends_blank`]), the sampler's penalties applied.
+    fn sample_agreeing(&mut self, sampler: &mut LlamaSampler, i: i32, rest: &[u8], guard: Guard<'_>) -> LlamaToken {
+        self.load_pieces();
         let mut candidates = self.ctx.token_data_array_ith(i);
         for c in &mut candidates.data {
             let piece = self.pieces.get(c.id().0 as usize).map_or(&[][..], |p| &p[..]);
-            if !super::agrees(rest, piece) {
+            if !super::agrees(rest, piece) || guard.refuses(piece) {
                 c.set_logit(f32::NEG_INFINITY);
             }
         }
@@ -765,11 +772,18 @@ impl<'m> Worker<'m> {
         token
     }
 
-    fn sample_going_on(&self, sampler: &mut LlamaSampler, i: i32, fim_stops: bool) -> LlamaToken {
+    /// What `sampler` picks from the logits at `i` with every end token masked (`fim_stops`: the
+    /// FIM stop tokens too), and every token that ends the text blank ([`super::ends_blank`]),
+    /// accepted as [`LlamaSampler::sample`] accepts its pick.
+    fn sample_going_on(&mut self, sampler: &mut LlamaSampler, i: i32, fim_stops: bool, guard: Guard<'_>) -> LlamaToken {
+        if !guard.enders.is_empty() {
+            self.load_pieces();
+        }
         let vocab = self.model.vocab();
         let mut candidates = self.ctx.token_data_array_ith(i);
         for c in &mut candidates.data {
-            if vocab.is_eog(c.id()) || (fim_stops && self.extra_stops.contains(&c.id().0)) {
+            let piece = self.pieces.get(c.id().0 as usize).map_or(&[][..], |p| &p[..]);
+            if vocab.is_eog(c.id()) || (fim_stops && self.extra_stops.contains(&c.id().0)) || guard.refuses(piece) {
                 c.set_logit(f32::NEG_INFINITY);
             }
         }
@@ -908,10 +922,27 @@ struct Run<'a> {
     unfinished: Option<&'a dyn Fn(&str) -> bool>,
     /// [`super::Prompt::lead`]: until the text has it, only tokens that agree with it.
     lead: &'a [u8],
+    /// [`super::Prompt::blank_enders`]: while the text past the lead is blank, no token that
+    /// starts with one of them (nor an end token).
+    blank_enders: &'a [u8],
     fim_stops: bool,
     /// Decode the prompt in aligned batches (completions, whose answers must not depend on the
     /// cache); chats (code actions) decode in `n_batch` batches.
     aligned: bool,
+}
+
+/// The blank guard of one sampling step ([`super::ends_blank`]).
+#[derive(Clone, Copy)]
+struct Guard<'a> {
+    lead: &'a [u8],
+    enders: &'a [u8],
+    so_far: &'a [u8],
+}
+
+impl Guard<'_> {
+    fn refuses(&self, piece: &[u8]) -> bool {
+        super::ends_blank(self.lead, self.enders, self.so_far, piece)
+    }
 }
 
 enum PrefillError {

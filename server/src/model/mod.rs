@@ -191,6 +191,35 @@ pub struct Prompt {
     /// writes the word whole, in its own tokens, and what it writes is what the user typed.
     /// Part of what `stop_key` identifies.
     pub lead: String,
+    /// Characters that may not start the text past the lead while it is blank (spaces and tabs
+    /// at most): a token that would put one there is refused as an end token is while
+    /// `unfinished` ([`ends_blank`]; `StopRule::blank_enders`: an argument hole's `,` and `)`).
+    /// Empty: no such rule. Part of what `stop_key` identifies.
+    pub blank_enders: String,
+}
+
+/// Whether a token whose text is `piece`, after the generation `so_far`, ends the text blank
+/// ([`Prompt::blank_enders`]): the text past `lead` was blank (or not reached) before it, and
+/// its first character after spaces and tabs is one of `enders`. A pure function of the text,
+/// so every backend refuses the same tokens.
+pub(crate) fn ends_blank(lead: &[u8], enders: &[u8], so_far: &[u8], piece: &[u8]) -> bool {
+    if enders.is_empty() {
+        return false;
+    }
+    let past = if so_far.len() < lead.len() {
+        // The lead is not written yet: what of the piece goes past it.
+        piece.get(lead.len() - so_far.len()..).unwrap_or_default()
+    } else if so_far[lead.len()..].iter().all(|&b| b == b' ' || b == b'\t') {
+        piece
+    } else {
+        return false;
+    };
+    past.iter().find(|&&b| b != b' ' && b != b'\t').is_some_and(|b| enders.contains(b))
+}
+
+/// Whether [`ends_blank`] can refuse the next token after `so_far`.
+pub(crate) fn blank_guarded(lead: &[u8], enders: &[u8], so_far: &[u8]) -> bool {
+    !enders.is_empty() && so_far.get(lead.len()..).is_none_or(|past| past.iter().all(|&b| b == b' ' || b == b'\t'))
 }
 
 /// What of `lead` the generation `so_far` has still to write; `None` once it has written it
@@ -569,6 +598,28 @@ pub fn check_model_file(path: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_that_ends_the_text_blank_is_refused_until_the_text_is_not() {
+        let enders = b"\n,)";
+        // No lead: the text is blank until a character other than a space or tab.
+        assert!(ends_blank(b"", enders, b"", b","));
+        assert!(ends_blank(b"", enders, b"", b" )"));
+        assert!(ends_blank(b"", enders, b" \t", b"\n"));
+        assert!(!ends_blank(b"", enders, b"", b"x,"));
+        assert!(!ends_blank(b"", enders, b"", b"  "));
+        assert!(!ends_blank(b"", enders, b"a", b","));
+        assert!(!ends_blank(b"", b"", b"", b","), "no enders, no rule");
+        // With a lead: what the piece writes past it counts, and the text before it does not.
+        assert!(ends_blank(b" ", enders, b"", b" ,"));
+        assert!(!ends_blank(b" ", enders, b"", b" "));
+        assert!(!ends_blank(b" ", enders, b"", b" b"));
+        assert!(ends_blank(b"\n    ", enders, b"\n", b"    )"));
+        assert!(blank_guarded(b" ", enders, b""));
+        assert!(blank_guarded(b" ", enders, b"  "));
+        assert!(!blank_guarded(b" ", enders, b" b"));
+        assert!(!blank_guarded(b"", b"", b""));
+    }
 
     /// The model thread knows no prompt layout: no file under `src/model/` names `context`,
     /// `prompt` or `postprocess` in a `crate::` path (comments aside).

@@ -312,7 +312,7 @@ impl Remote {
         };
         // A placeholder the model wrote is put back: the secret never left, and the user sees it.
         let restore = |text: String| if redacted { self.redactions.borrow().restore(&text) } else { text };
-        let Prompt { tokens, stop, stop_key, max_tokens, unfinished, lead } = prompt;
+        let Prompt { tokens, stop, stop_key, max_tokens, unfinished, lead, blank_enders } = prompt;
         // The word being typed is outside the prompt, so outside what redaction replaces (the
         // tail of a key, say): a redacted endpoint is not held to it — it would get the word as
         // a grammar and as tokens to go on from. The stop rule still requires it.
@@ -345,7 +345,7 @@ impl Remote {
         if ahead_only && self.endpoint.api != EndpointApi::LlamaServer {
             return Ok(Generation { text: String::new(), timings });
         }
-        let text = self.rt.block_on(self.answer(&tokens, max_tokens, &*stop, &*unfinished, lead.as_bytes(), &request.cancel, &mut timings, start))?;
+        let text = self.rt.block_on(self.answer(&tokens, max_tokens, &*stop, Constraints { unfinished: &*unfinished, lead: lead.as_bytes(), blank_enders: blank_enders.as_bytes() }, &request.cancel, &mut timings, start))?;
         timings.prompt = tokens;
         if !ahead_only {
             self.suggestions.put(key, (text.clone(), timings.generated_tokens));
@@ -355,13 +355,15 @@ impl Remote {
 
     /// The answer to `tokens`, streamed, as the model thread would make it: where the server's
     /// pick is an end token while the text may not end ([`super::Prompt::unfinished`]), or a
-    /// token that does not agree with the lead ([`super::Prompt::lead`]), the stream is
+    /// token that does not agree with the lead ([`super::Prompt::lead`]), or one that ends the
+    /// text blank ([`super::Prompt::blank_enders`]), the stream is
     /// dropped, the most likely token allowed is taken from the server's top candidates for
     /// that position, and a new stream goes on from there (the server's prompt
     /// cache keeps what came before). Needs token ids in the stream (llama-server): without
     /// them, an end is an end.
     #[allow(clippy::too_many_arguments)]
-    async fn answer(&self, tokens: &[Token], max_tokens: usize, stop: &StopFn, unfinished: &UnfinishedFn, lead: &[u8], cancel: &CancelFlag, timings: &mut Timings, start: Instant) -> Result<String, RemoteError> {
+    async fn answer(&self, tokens: &[Token], max_tokens: usize, stop: &StopFn, constraints: Constraints<'_>, cancel: &CancelFlag, timings: &mut Timings, start: Instant) -> Result<String, RemoteError> {
+        let lead = constraints.lead;
         let mut answer = Answer::default();
         let constrained = self.endpoint.api == EndpointApi::LlamaServer;
         loop {
@@ -372,12 +374,12 @@ impl Remote {
             if let Some(rest) = super::lead_rest(lead, answer.so_far()).filter(|_| constrained) {
                 body["grammar"] = json!(lead_grammar(&String::from_utf8_lossy(rest)));
             }
-            let refused = self.stream(body, stop, constrained.then_some((unfinished, lead)), cancel, timings, start, &mut answer).await?;
+            let refused = self.stream(body, stop, constrained.then_some(constraints), cancel, timings, start, &mut answer).await?;
             if !refused {
                 return Ok(finish(answer.text, timings, answer.first, start));
             }
-            let rest = super::lead_rest(lead, answer.so_far()).map(<[u8]>::to_vec);
-            let picked = self.pick_going_on(&prompt, rest.as_deref(), cancel, start).await?;
+            let so_far = answer.so_far().to_vec();
+            let picked = self.pick_going_on(&prompt, constraints, &so_far, cancel, start).await?;
             let done = match picked {
                 Some((id, piece)) => self.take(Some(id), &piece, stop, max_tokens, cancel, timings, &mut answer),
                 None => true,
@@ -388,10 +390,11 @@ impl Remote {
         }
     }
 
-    /// The most likely token after `prompt` that is not an end token (and agrees with `rest`,
-    /// what a lead still needs), with its text (`None`: none among the server's [`CANDIDATES`]
-    /// most likely).
-    async fn pick_going_on(&self, prompt: &[Token], rest: Option<&[u8]>, cancel: &CancelFlag, start: Instant) -> Result<Option<(Token, String)>, RemoteError> {
+    /// The most likely token after `prompt` (the generation `so_far` at its end) that is not an
+    /// end token, agrees with what a lead still needs and does not end the text blank, with its
+    /// text (`None`: none among the server's [`CANDIDATES`] most likely).
+    async fn pick_going_on(&self, prompt: &[Token], constraints: Constraints<'_>, so_far: &[u8], cancel: &CancelFlag, start: Instant) -> Result<Option<(Token, String)>, RemoteError> {
+        let rest = super::lead_rest(constraints.lead, so_far);
         let mut body = request_body(self.endpoint.api, prompt, 1);
         body["stream"] = json!(false);
         body["n_probs"] = json!(CANDIDATES);
@@ -414,7 +417,7 @@ impl Remote {
         Ok(candidates.iter().find_map(|c| {
             let id = c.get("id").and_then(Value::as_i64).map(|t| t as Token).filter(|&t| !self.ends(t))?;
             let piece = self.piece_bytes(id, c.get("token").and_then(Value::as_str).unwrap_or(""));
-            if rest.is_some_and(|rest| !super::agrees(rest, &piece)) {
+            if rest.is_some_and(|rest| !super::agrees(rest, &piece)) || super::ends_blank(constraints.lead, constraints.blank_enders, so_far, &piece) {
                 return None;
             }
             Some((id, String::from_utf8_lossy(&piece).into_owned()))
@@ -468,10 +471,11 @@ impl Remote {
     }
 
     /// One streamed request, its tokens taken into `answer`. Returns true when the server's
-    /// next token is an end token while `unfinished` says the text may not end (the stream is
+    /// next token is one the `constraints` refuse: an end token while `unfinished` says the text
+    /// may not end, one that disagrees with the lead or ends the text blank (the stream is
     /// dropped then, before it is taken), false when the answer is complete.
     #[allow(clippy::too_many_arguments)]
-    async fn stream(&self, body: Value, stop: &StopFn, constraints: Option<(&UnfinishedFn, &[u8])>, cancel: &CancelFlag, timings: &mut Timings, start: Instant, answer: &mut Answer) -> Result<bool, RemoteError> {
+    async fn stream(&self, body: Value, stop: &StopFn, constraints: Option<Constraints<'_>>, cancel: &CancelFlag, timings: &mut Timings, start: Instant, answer: &mut Answer) -> Result<bool, RemoteError> {
         let path = match self.endpoint.api {
             EndpointApi::LlamaServer => "/completion",
             EndpointApi::Vllm => "/v1/completions",
@@ -518,11 +522,13 @@ impl Remote {
                 let piece = event.pointer("/choices/0/text").or_else(|| event.get("content")).and_then(Value::as_str).unwrap_or("");
                 let pieces: Vec<Option<Token>> = if ids.is_empty() { if piece.is_empty() { vec![] } else { vec![None] } } else { ids.into_iter().map(Some).collect() };
                 for id in pieces {
-                    if let (Some((unfinished, lead)), Some(t)) = (constraints, id) {
-                        let refused = match super::lead_rest(lead, answer.so_far()) {
-                            Some(rest) => !super::agrees(rest, &self.piece_bytes(t, piece)),
-                            None => self.ends(t) && unfinished(&answer.text),
-                        };
+                    if let (Some(c), Some(t)) = (constraints, id) {
+                        let bytes = self.piece_bytes(t, piece);
+                        let refused = match super::lead_rest(c.lead, answer.so_far()) {
+                            Some(rest) => !super::agrees(rest, &bytes),
+                            None => self.ends(t) && (c.unfinished)(&answer.text),
+                        } || (!self.ends(t) && super::ends_blank(c.lead, c.blank_enders, answer.so_far(), &bytes))
+                            || (self.ends(t) && super::blank_guarded(c.lead, c.blank_enders, answer.so_far()));
                         if refused {
                             // Dropping the response closes the connection: the server stops.
                             return Ok(true);
@@ -544,6 +550,15 @@ impl Remote {
 /// The builder's stop predicates, as the endpoint's client calls them.
 type StopFn = dyn Fn(&str) -> Option<usize> + Send;
 type UnfinishedFn = dyn Fn(&str) -> bool + Send;
+
+/// What a constrained answer is held to: [`super::Prompt::unfinished`], `lead` and
+/// `blank_enders`.
+#[derive(Clone, Copy)]
+struct Constraints<'a> {
+    unfinished: &'a UnfinishedFn,
+    lead: &'a [u8],
+    blank_enders: &'a [u8],
+}
 
 /// Candidates asked for where the server's pick is an end the text may not have: all but the
 /// few end tokens, so the best other one is among them.

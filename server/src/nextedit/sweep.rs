@@ -139,6 +139,7 @@ pub async fn generate(engine: &crate::engine::Engine, prompt: &SweepPrompt, text
             max_tokens: MAX_TOKENS,
             unfinished: Box::new(|_| false),
             lead: String::new(),
+            blank_enders: String::new(),
         }
     });
     let generation = engine.model.generate(crate::model::GenerateRequest { prompt: build, cancel }).await?;

@@ -125,9 +125,11 @@ impl StopRule {
 
     /// The lead the model is held to (`Prompt::lead`): one that holds a word part. A lead of a
     /// line break and indentation only is required but not forced: the model may leave a blank
-    /// line empty (forcing it made worse suggestions, see the README's eval notes).
+    /// line empty (forcing it made worse suggestions, see the README's eval notes). In an
+    /// argument hole every lead is forced: the hole may not stay empty, and a model that writes
+    /// `x` where the rule requires ` x` would leave it so.
     pub fn forced_lead(&self) -> &str {
-        if self.lead.trim().is_empty() { "" } else { &self.lead }
+        if self.lead.trim().is_empty() && self.arguments.is_none() { "" } else { &self.lead }
     }
 
     /// Whether `text` (the generation so far) may not end here: the cursor ends its line, so
@@ -148,6 +150,19 @@ impl StopRule {
             return true;
         }
         matches!(self.mode, Mode::MultiLine { .. }) && text.strip_prefix(self.lead.as_str()).is_some_and(|rest| open_brackets(rest) > 0)
+    }
+
+    /// Characters that end the text at once while it is still blank past the lead
+    /// (`Prompt::blank_enders`): in an argument hole a line break, a closer and (one argument) a
+    /// comma leave the hole empty, and the model's first token is one of them in 6 of 13
+    /// add-param call lines. Every backend refuses a token that starts with one there, as it
+    /// refuses an end token while [`StopRule::unfinished`]. Empty for any other rule.
+    pub fn blank_enders(&self) -> &'static str {
+        match self.arguments {
+            Some(Arguments::One) => "\n,)]}",
+            Some(Arguments::List) => "\n)]}",
+            None => "",
+        }
     }
 
     /// Returns `Some(len)` once `text` (the generation so far) is complete: keep `text[..len]`.
@@ -369,7 +384,21 @@ mod tests {
         assert!(one.unfinished("") && one.unfinished(" ") && !one.unfinished("ip"));
         let spaced = rule("f(a, |)\n").arguments(Arguments::One).with_lead(" ");
         assert!(spaced.unfinished("") && spaced.unfinished(" ") && !spaced.unfinished(" b"));
+        // A space left out of the prompt is forced there: without it the text is cut to nothing.
+        assert_eq!((spaced.forced_lead(), spaced.check("b")), (" ", Some(0)));
+        assert_eq!(rule("f(a, |)\n").with_lead(" ").forced_lead(), "");
         assert!(!rule("x = load(|)\n").unfinished(""));
+        // The characters a token may not start the blank text with are exactly those the rule
+        // cuts it at, so the text cannot end empty whichever token the model prefers.
+        for (r, lead) in [(&one, ""), (&list, ""), (&spaced, " ")] {
+            for c in r.blank_enders().chars() {
+                assert_eq!(r.check(&format!("{lead} {c}x")), Some(lead.len() + 1), "{c:?}");
+            }
+        }
+        assert_eq!(one.blank_enders(), "\n,)]}");
+        assert!(!list.blank_enders().contains(','), "a list's comma does not end it");
+        assert_eq!(list.check("a, b"), None);
+        assert_eq!(rule("x = load(|)\n").blank_enders(), "");
     }
 
     #[test]

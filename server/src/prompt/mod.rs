@@ -168,6 +168,7 @@ impl PromptPlan {
     pub fn into_prompt(self) -> Prompt {
         let stop_key = Hasher::default().hash_one(&self.stop);
         let lead = self.stop.forced_lead().to_owned();
+        let blank_enders = self.stop.blank_enders().to_owned();
         let (stop, open) = (self.stop.clone(), self.stop);
         Prompt {
             tokens: self.tokens,
@@ -176,6 +177,7 @@ impl PromptPlan {
             max_tokens: self.max_tokens,
             unfinished: Box::new(move |text| open.unfinished(text)),
             lead,
+            blank_enders,
         }
     }
 }

@@ -255,12 +255,12 @@ impl Window {
         let n_ctx = self.host.as_ref().map_or(0, |h| h.info.model.n_ctx as usize);
         let v = &self.vocab;
         let facts = VocabFacts { fim: v.info.format.clone(), bos: v.info.bos, n_ctx, file_sep: v.info.file_sep };
-        let Prompt { tokens, stop, stop_key, max_tokens, unfinished, lead } = build(&v.tokenizer(), &facts);
+        let Prompt { tokens, stop, stop_key, max_tokens, unfinished, lead, blank_enders } = build(&v.tokenizer(), &facts);
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
         if tokens.is_empty() {
             return Ok(Ok(Generation { text: String::new(), timings: Timings { backend: Some("host".into()), ..Timings::default() } }));
         }
-        let frame = |id| ToHost::Complete { id, tokens: tokens.clone(), stop_key, max_tokens, unfinished: unfinished(""), lead: lead.clone() };
+        let frame = |id| ToHost::Complete { id, tokens: tokens.clone(), stop_key, max_tokens, unfinished: unfinished(""), lead: lead.clone(), blank_enders: blank_enders.clone() };
         let answer = self.exchange(frame, &*stop, Some(&*unfinished), cancel)?;
         Ok(answer.map(|(text, mut timings)| {
             timings.build_ms += build_ms;

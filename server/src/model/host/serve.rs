@@ -207,7 +207,7 @@ impl Host {
                 ToHost::Status => {
                     let _ = send(&writer, &FromHost::Ready(self.describe()));
                 }
-                ToHost::Complete { id, tokens, stop_key, max_tokens, unfinished, lead } => {
+                ToHost::Complete { id, tokens, stop_key, max_tokens, unfinished, lead, blank_enders } => {
                     let (cancel, stop) = self.start_job(id, &writer, &running);
                     stop.unfinished.store(unfinished, Ordering::SeqCst);
                     let request = GenerateRequest {
@@ -216,7 +216,7 @@ impl Host {
                             // The model thread asks before each token, of the text the last
                             // verdict was about: the window's answer came with it.
                             let unfinished = Box::new(move |_: &str| open.unfinished.load(Ordering::SeqCst));
-                            Prompt { tokens: tokens.clone(), stop: Box::new(move |text| ask.check(text)), stop_key, max_tokens, unfinished, lead: lead.clone() }
+                            Prompt { tokens: tokens.clone(), stop: Box::new(move |text| ask.check(text)), stop_key, max_tokens, unfinished, lead: lead.clone(), blank_enders: blank_enders.clone() }
                         }),
                         cancel,
                     };

@@ -17,7 +17,7 @@ use crate::model::{GenerateError, ModelInfo, Timings, Token};
 
 /// Bumped whenever a frame changes: part of the host's key, so a window never talks to a host
 /// of another protocol.
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 
 /// The largest frame read (a prompt of a million tokens is far beyond any context).
 const MAX_FRAME: usize = 64 << 20;
@@ -28,8 +28,9 @@ pub enum ToHost {
     Hello,
     Status,
     /// `unfinished`: the window's [`crate::model::Prompt::unfinished`] on the empty text;
-    /// `lead`: its [`crate::model::Prompt::lead`].
-    Complete { id: u64, tokens: Vec<Token>, stop_key: u64, max_tokens: usize, unfinished: bool, lead: String },
+    /// `lead`: its [`crate::model::Prompt::lead`]; `blank_enders`: its
+    /// [`crate::model::Prompt::blank_enders`] (the host's worker applies both itself).
+    Complete { id: u64, tokens: Vec<Token>, stop_key: u64, max_tokens: usize, unfinished: bool, lead: String, blank_enders: String },
     Chat { id: u64, messages: Vec<(String, String)>, max_tokens: u32 },
     /// The window's stop rule on the text so far: `Some(len)` keeps `text[..len]` and ends;
     /// `unfinished`: the text may not end there (the next token is no end token).
@@ -91,7 +92,7 @@ mod tests {
     #[test]
     fn frames_round_trip_and_end_cleanly() {
         let mut buf = Vec::new();
-        let job = ToHost::Complete { id: 7, tokens: vec![1, 2, 3], stop_key: u64::MAX, max_tokens: 64, unfinished: true, lead: " re".into() };
+        let job = ToHost::Complete { id: 7, tokens: vec![1, 2, 3], stop_key: u64::MAX, max_tokens: 64, unfinished: true, lead: " re".into(), blank_enders: ",)".into() };
         write(&mut buf, &job).unwrap();
         let done = FromHost::Done { id: 7, result: Err(GenerateError::Cancelled) };
         write(&mut buf, &done).unwrap();

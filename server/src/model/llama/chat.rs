@@ -46,7 +46,7 @@ impl Worker<'_> {
             )));
         }
         timings.prompt_tokens = prompt.len();
-        let run = super::Run { cancel: &request.cancel, max_tokens, stop: &*request.stop, unfinished: None, lead: &[], fim_stops: false, aligned: false };
+        let run = super::Run { cancel: &request.cancel, max_tokens, stop: &*request.stop, unfinished: None, lead: &[], blank_enders: &[], fim_stops: false, aligned: false };
         let text = self.prefill_and_decode(&prompt, &run, start, &mut timings)?;
         Ok(Generation { text, timings })
     }

@@ -17,7 +17,7 @@ impl Worker<'_> {
         let start = Instant::now();
         let mut timings = Timings::default();
         let facts = VocabFacts { fim: self.format.clone(), bos: self.bos, n_ctx: self.ctx.n_ctx() as usize, file_sep: self.file_sep };
-        let Prompt { tokens, stop, stop_key, max_tokens, unfinished, lead } = (request.prompt)(&Vocab(self.model) as &dyn Tokenize, &facts);
+        let Prompt { tokens, stop, stop_key, max_tokens, unfinished, lead, blank_enders } = (request.prompt)(&Vocab(self.model) as &dyn Tokenize, &facts);
         if tokens.is_empty() {
             return Ok(Generation { text: String::new(), timings });
         }
@@ -52,7 +52,7 @@ impl Worker<'_> {
             timings.total_ms = start.elapsed().as_secs_f64() * 1e3;
             return Ok(Generation { text: String::new(), timings });
         }
-        let run = Run { cancel: &request.cancel, max_tokens, stop: &*stop, unfinished: Some(&*unfinished), lead: lead.as_bytes(), fim_stops: true, aligned: true };
+        let run = Run { cancel: &request.cancel, max_tokens, stop: &*stop, unfinished: Some(&*unfinished), lead: lead.as_bytes(), blank_enders: blank_enders.as_bytes(), fim_stops: true, aligned: true };
         let text = self.prefill_and_decode(&prompt, &run, start, &mut timings)?;
         if !ahead_only {
             self.suggestions.put(key, (text.clone(), timings.generated_tokens));
