@@ -200,8 +200,9 @@ pub struct Prompt {
 
 /// Whether a token whose text is `piece`, after the generation `so_far`, ends the text blank
 /// ([`Prompt::blank_enders`]): the text past `lead` was blank (or not reached) before it, and
-/// its first character after spaces and tabs is one of `enders`. A pure function of the text,
-/// so every backend refuses the same tokens.
+/// its first character after spaces and tabs is one of `enders` (a doubled `.` or `:` is not:
+/// it begins a spread, a range or a path). A pure function of the text, so every backend
+/// refuses the same tokens.
 pub(crate) fn ends_blank(lead: &[u8], enders: &[u8], so_far: &[u8], piece: &[u8]) -> bool {
     if enders.is_empty() {
         return false;
@@ -214,7 +215,10 @@ pub(crate) fn ends_blank(lead: &[u8], enders: &[u8], so_far: &[u8], piece: &[u8]
     } else {
         return false;
     };
-    past.iter().find(|&&b| b != b' ' && b != b'\t').is_some_and(|b| enders.contains(b))
+    let Some(at) = past.iter().position(|&b| b != b' ' && b != b'\t') else { return false };
+    let b = past[at];
+    // Doubled, `.` and `:` begin an expression (`...rest`, `..end`, `::std`).
+    enders.contains(&b) && !(matches!(b, b'.' | b':') && past.get(at + 1) == Some(&b))
 }
 
 /// Whether [`ends_blank`] can refuse the next token after `so_far`.
@@ -619,6 +623,13 @@ mod tests {
         assert!(blank_guarded(b" ", enders, b"  "));
         assert!(!blank_guarded(b" ", enders, b" b"));
         assert!(!blank_guarded(b"", b"", b""));
+        // A doubled `.` or `:` begins an expression; a single one does not.
+        let enders = b"\n,):.";
+        assert!(ends_blank(b"", enders, b"", b".get"));
+        assert!(ends_blank(b"", enders, b"", b" :"));
+        assert!(!ends_blank(b"", enders, b"", b"..."));
+        assert!(!ends_blank(b"", enders, b"", b" ::std"));
+        assert!(ends_blank(b"", enders, b"", b"))"), "only `.` and `:` pass doubled");
     }
 
     /// The model thread knows no prompt layout: no file under `src/model/` names `context`,

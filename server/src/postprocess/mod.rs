@@ -152,15 +152,18 @@ impl StopRule {
         matches!(self.mode, Mode::MultiLine { .. }) && text.strip_prefix(self.lead.as_str()).is_some_and(|rest| open_brackets(rest) > 0)
     }
 
-    /// Characters that end the text at once while it is still blank past the lead
-    /// (`Prompt::blank_enders`): in an argument hole a line break, a closer and (one argument) a
-    /// comma leave the hole empty, and the model's first token is one of them in 6 of 13
-    /// add-param call lines. Every backend refuses a token that starts with one there, as it
-    /// refuses an end token while [`StopRule::unfinished`]. Empty for any other rule.
+    /// Characters that may not begin the text past the lead while it is blank
+    /// (`Prompt::blank_enders`). In an argument hole a line break, a closer and (one argument)
+    /// a comma end it empty: the model's first token is one of them in 6 of 13 add-param call
+    /// lines. Nor does an argument begin with `:`, `;`, `=`, `>` or `.` in any language the
+    /// server parses (`::`, `..` and `...` do, and pass: `model::ends_blank`): a first token
+    /// such as `.get(` or `:items(` continues the text before the hole, and leaves nothing once
+    /// cut. Every backend refuses a token that starts with one there, as it refuses an end
+    /// token while [`StopRule::unfinished`]. Empty for any other rule.
     pub fn blank_enders(&self) -> &'static str {
         match self.arguments {
-            Some(Arguments::One) => "\n,)]}",
-            Some(Arguments::List) => "\n)]}",
+            Some(Arguments::One) => "\n,)]}:;=>.",
+            Some(Arguments::List) => "\n)]}:;=>.",
             None => "",
         }
     }
@@ -388,14 +391,15 @@ mod tests {
         assert_eq!((spaced.forced_lead(), spaced.check("b")), (" ", Some(0)));
         assert_eq!(rule("f(a, |)\n").with_lead(" ").forced_lead(), "");
         assert!(!rule("x = load(|)\n").unfinished(""));
-        // The characters a token may not start the blank text with are exactly those the rule
-        // cuts it at, so the text cannot end empty whichever token the model prefers.
+        // The characters a token may not start the blank text with hold every one the rule
+        // cuts it at, so the text cannot end empty whichever token the model prefers; the rest
+        // begin no argument.
         for (r, lead) in [(&one, ""), (&list, ""), (&spaced, " ")] {
-            for c in r.blank_enders().chars() {
+            for c in r.blank_enders().chars().filter(|c| !":;=>.".contains(*c)) {
                 assert_eq!(r.check(&format!("{lead} {c}x")), Some(lead.len() + 1), "{c:?}");
             }
         }
-        assert_eq!(one.blank_enders(), "\n,)]}");
+        assert_eq!(one.blank_enders(), "\n,)]}:;=>.");
         assert!(!list.blank_enders().contains(','), "a list's comma does not end it");
         assert_eq!(list.check("a, b"), None);
         assert_eq!(rule("x = load(|)\n").blank_enders(), "");
