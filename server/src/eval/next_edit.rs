@@ -210,14 +210,25 @@ fn score(r: &mut KindReport, task: &Task, proposed: &str) {
     r.proposed_lines += touched.len();
     r.true_lines += truth.len();
     r.matched_lines += touched.intersection(&truth).count();
-    if std::env::var_os("GHOSTLINE_EVAL_SHOW").is_some() && (touched != truth || truth.iter().any(|&i| got.get(i) != expected.get(i))) {
-        // Third-party code, on the developer's request only.
-        eprintln!("--- {} {}", task.kind, task.file.display());
-        for i in truth.union(&touched) {
-            eprintln!("{i:5} after    {}\n      expected {}\n      got      {}", after.get(*i).map_or("", |s| s), expected.get(*i).map_or("", |s| s), got.get(*i).map_or("", |s| s));
-        }
+    if show() && (touched != truth || truth.iter().any(|&i| got.get(i) != expected.get(i))) {
+        show_lines(&task.kind, &task.file, truth.union(&touched).map(|&i| (i, after.get(i), expected.get(i), got.get(i))));
     }
     r.exact_lines += truth.iter().filter(|&&i| touched.contains(&i) && got.get(i).map(|l| squash(l)) == expected.get(i).map(|l| squash(l))).count();
+}
+
+/// Whether `GHOSTLINE_EVAL_SHOW` asks for the lines a task got wrong.
+fn show() -> bool {
+    std::env::var_os("GHOSTLINE_EVAL_SHOW").is_some()
+}
+
+/// Prints a task's lines in `file` (number, after the user's edit, expected, proposed) to
+/// stderr: third-party code, on the developer's request only.
+fn show_lines<'a>(kind: &str, file: &Path, lines: impl Iterator<Item = (usize, Option<&'a String>, Option<&'a String>, Option<&'a String>)>) {
+    eprintln!("--- {kind} {}", file.display());
+    for (i, after, expected, got) in lines {
+        let text = |s: Option<&String>| s.map_or("", |s| s.as_str()).to_owned();
+        eprintln!("{i:5} after    {}\n      expected {}\n      got      {}", text(after), text(expected), text(got));
+    }
 }
 
 /// Scores a task whose truth is in other files, by (file, line): the lines the truth changes
@@ -234,6 +245,9 @@ fn score_others(r: &mut KindReport, task: &Task, proposed: &[(PathBuf, String)])
         r.true_lines += truth.len();
         r.matched_lines += touched.intersection(&truth).count();
         r.exact_lines += truth.iter().filter(|&&i| touched.contains(&i) && got.get(i).map(|l| squash(l)) == expected.get(i).map(|l| squash(l))).count();
+        if show() && (touched != truth || truth.iter().any(|&i| got.get(i) != expected.get(i))) {
+            show_lines(&task.kind, path, truth.union(&touched).map(|&i| (i, after.get(i), expected.get(i), got.get(i))));
+        }
     }
     for (path, got) in proposed {
         if task.others.iter().any(|(p, _, _)| crate::workspace::canonical(p) == crate::workspace::canonical(path)) {
@@ -241,7 +255,11 @@ fn score_others(r: &mut KindReport, task: &Task, proposed: &[(PathBuf, String)])
         }
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let (a, b) = (lines(&text), lines(got));
-        r.proposed_lines += (0..a.len().max(b.len())).filter(|&i| a.get(i) != b.get(i)).count();
+        let touched: Vec<usize> = (0..a.len().max(b.len())).filter(|&i| a.get(i) != b.get(i)).collect();
+        r.proposed_lines += touched.len();
+        if show() {
+            show_lines(&task.kind, path, touched.iter().map(|&i| (i, a.get(i), a.get(i), b.get(i))));
+        }
     }
 }
 
