@@ -500,6 +500,58 @@ def case_next_edit(hx):
     saved(hx, "def area(width, h):\n    s = width * h\n    return s + width\n\n\nx = area(3, 4)\n", "rename, space a, Enter, :w")
 
 
+# A module function the next-edit-across case renames, and a file that imports and calls it.
+NEXT_EDIT_USER = "from stats import area\n\ny = area(1, 2)\n"
+NEXT_EDIT_ACROSS_TITLE = "Apply next edit: rename `area` to `surface` (3 places in 2 files)"
+
+
+def case_next_edit_across(hx):
+    """Rename a module function at its definition by typing (`area` → `surface`) in a
+    repository where user.py, never opened, imports and calls it: `space a` lists *Apply next
+    edit: rename `area` to `surface` (3 places in 2 files)*; choosing it renames the call in
+    stats.py and user.py's import and call (one `WorkspaceEdit` over both files: Helix loads
+    user.py to edit it), and :wa writes exactly that to both."""
+    (hx.project / ".git").mkdir()  # a root marker: Helix then sends the workspace to index
+    user = hx.project / "user.py"
+    user.write_text(NEXT_EDIT_USER)
+    hx.ready()
+    # `area` in `def area(w, h):`: to the file's start, 4 to the right, select the word, change it.
+    hx.keys("g", "g", "4", "l", "m", "i", "w", "c")
+    hx.wait(lambda s: "INS" in s, "insert mode")
+    hx.type("surface")
+    hx.keys("Escape")
+    hx.wait(lambda s: "NOR" in s and hx.cursor_line(s, "def surface(w, h):"), "the typed rename")
+    hx.shot("renamed")
+    # The index is built in the background after `initialized`: until it has user.py, the action
+    # names one file. Ask again until both are there.
+    deadline = time.monotonic() + 60
+    while True:
+        hx.keys("Space", "a")
+        try:
+            screen = hx.wait(lambda s: NEXT_EDIT_ACROSS_TITLE in s and s, f"{NEXT_EDIT_ACROSS_TITLE!r} in the code-action menu", timeout=5)
+            break
+        except Failure:
+            if time.monotonic() > deadline:
+                raise
+            hx.keys("Escape")
+    hx.shot("code-actions")
+    check(hx.cursor_line(screen, "x = area(3, 4)"), f"listed, not applied yet:\n{indent(screen)}")
+    select_menu_row(hx, NEXT_EDIT_ACROSS_TITLE)
+    hx.keys("Enter")
+    hx.wait(lambda s: hx.cursor_line(s, "x = surface(3, 4)"), "the call in stats.py renamed")
+    hx.shot("applied")
+    check(user.read_text() == NEXT_EDIT_USER, "user.py is edited in Helix's buffer, not yet on disk")
+    hx.command("wa")
+    deadline = time.monotonic() + 20
+    want = {hx.file: NEXT_EDIT_SOURCE.replace("area", "surface"), user: NEXT_EDIT_USER.replace("area", "surface")}
+    while any(path.read_text() != text for path, text in want.items()):
+        if time.monotonic() > deadline:
+            hx.shot("not-saved")
+            got = "\n".join(f"--- {path.name}\n{indent(path.read_text())}" for path in want)
+            raise Failure(f"rename, space a, Enter, :wa: the saved files differ:\n{got}")
+        time.sleep(0.1)
+
+
 def case_missing_model(hx):
     """A model path that does not exist: Helix shows ghostline's message; the server stays up
     (its process runs and it still answers `space a`)."""
@@ -632,6 +684,7 @@ CASES = {
     "generate-tests": (case_generate_tests, None, None),
     "two-files": (case_two_files, None, None),
     "next-edit": (case_next_edit, None, NEXT_EDIT_SOURCE),
+    "next-edit-across": (case_next_edit_across, None, NEXT_EDIT_SOURCE),
     "missing-model": (case_missing_model, MISSING_MODEL, None),
     # "": no model.path (the server discovers, finds nothing, and asks).
     "first-run": (case_first_run, "", None),
