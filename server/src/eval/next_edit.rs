@@ -264,10 +264,13 @@ fn score_others(r: &mut KindReport, task: &Task, proposed: &[(PathBuf, String)])
 }
 
 /// `rename-cross-file` tasks: a module-level function of one file renamed at its definition,
-/// where other files of the project import it (at the top level) — `from .m import f`, `from pkg.m
-/// import f [as g]`, `import pkg.m` / `from pkg import m` then `m.f` — the truth found by
-/// tokens: the import's name, and the file's uses of `f` (unaliased) or `m.f`. Files where the
-/// name is bound otherwise too (a parameter, an assignment, a definition) are left out.
+/// where other files of the project import it — `from .m import f`, `from pkg.m import f [as
+/// g]`, `import pkg.m` / `from pkg import m` then `m.f`, at the top level or in a function's
+/// body (then only that function's uses count), and from a package whose `__init__.py`
+/// re-exports it (`from .m import f` there, followed from package to package) — the truth
+/// found by tokens: the import's name, the file's (or the function's) uses of `f` (unaliased)
+/// or `m.f`, and a re-exporting `__init__.py`'s `__all__` strings. Files where the name is
+/// bound otherwise too (a parameter, an assignment, a definition) are left out.
 fn synthesize_cross(spec: &'static Spec, texts: &[(PathBuf, String)], index: &Index) -> Vec<Task> {
     let mut out = Vec::new();
     for (file, text) in texts {
@@ -283,10 +286,23 @@ fn synthesize_cross(spec: &'static Spec, texts: &[(PathBuf, String)], index: &In
             if old.starts_with("__") {
                 continue;
             }
+            // The modules it can be imported from: its own, then the packages re-exporting it.
+            let mut modules = vec![module.clone()];
+            let mut k = 0;
+            while k < modules.len() {
+                for (g, t) in &siblings {
+                    let package = g.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy().into_owned());
+                    let Some(package) = package.filter(|p| g.file_name().is_some_and(|n| n == "__init__.py") && !modules.contains(p)) else { continue };
+                    if cross_uses(t, &modules[k..=k], &old).is_some_and(|(_, re_exported)| re_exported) {
+                        modules.push(package);
+                    }
+                }
+                k += 1;
+            }
             let others: Vec<(PathBuf, String, String)> = siblings
                 .iter()
                 .filter_map(|(g, t)| {
-                    let ranges = cross_uses(t, &module, &old)?;
+                    let (ranges, _) = cross_uses(t, &modules, &old)?;
                     let edits: Vec<_> = ranges.into_iter().map(|r| (r, new.as_str())).collect();
                     Some((g.clone(), t.clone(), splice(t, &edits)))
                 })
@@ -299,24 +315,28 @@ fn synthesize_cross(spec: &'static Spec, texts: &[(PathBuf, String)], index: &In
     out
 }
 
-/// By tokens: where `text` uses `name` of the module `module` (see [`synthesize_cross`]);
-/// `None` when it does not import it, or binds `name` itself too.
-fn cross_uses(text: &str, module: &str, name: &str) -> Option<Vec<std::ops::Range<usize>>> {
+/// By tokens: where `text` uses `name` of one of `modules` (see [`synthesize_cross`]), and
+/// whether it imports the name unaliased at its top level (so re-exports it); `None` when it
+/// does not import it, or binds `name` itself too.
+fn cross_uses(text: &str, modules: &[String], name: &str) -> Option<(Vec<std::ops::Range<usize>>, bool)> {
     let toks = lex(text, "#");
-    let line_start = |i: usize| toks[i].at == 0 || text.as_bytes()[toks[i].at - 1] == b'\n';
+    let first_on_line = |i: usize| text[..toks[i].at].rsplit('\n').next().is_some_and(|before| before.trim().is_empty());
     let mut ranges = Vec::new();
-    let mut direct = false;
-    let mut modules: Vec<Vec<&str>> = Vec::new();
+    // Where the name is imported unaliased (the file, or a function's lines), and where a
+    // module of it is (its local name's parts, and where).
+    let mut direct: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut imported_modules: Vec<(Vec<&str>, std::ops::Range<usize>)> = Vec::new();
+    let mut re_exported = false;
     let mut i = 0;
     while i < toks.len() {
-        if !line_start(i) || !matches!(toks[i].text, "from" | "import") {
+        if !first_on_line(i) || !matches!(toks[i].text, "from" | "import") {
             i += 1;
             continue;
         }
         // The statement's tokens: to the line's end, or to the closing parenthesis.
         let mut j = i + 1;
         let mut depth = 0;
-        while j < toks.len() && (depth > 0 || !line_start(j)) {
+        while j < toks.len() && (depth > 0 || !first_on_line(j)) {
             match toks[j].text {
                 "(" => depth += 1,
                 ")" => depth -= 1,
@@ -325,6 +345,11 @@ fn cross_uses(text: &str, module: &str, name: &str) -> Option<Vec<std::ops::Rang
             j += 1;
         }
         let stmt = &toks[i..j];
+        let Some(scope) = import_scope(text, toks[i].at) else {
+            i = j;
+            continue;
+        };
+        let top = scope == (0..text.len());
         // (dotted name, alias) pairs after `import`.
         let at = stmt.iter().position(|t| t.text == "import").unwrap_or(0);
         let mut items: Vec<(Vec<&Tok<'_>>, Option<&Tok<'_>>)> = Vec::new();
@@ -338,49 +363,111 @@ fn cross_uses(text: &str, module: &str, name: &str) -> Option<Vec<std::ops::Rang
                 items.push((dotted, alias));
             }
         }
+        let is_module = |m: &str| modules.iter().any(|x| x == m);
         if toks[i].text == "from" {
             let from: Vec<&str> = stmt[1..at].iter().map(|t| t.text).filter(|t| *t != ".").collect();
             for (dotted, alias) in &items {
                 let item = dotted.iter().map(|t| t.text).collect::<Vec<_>>().join("");
-                if from.last() == Some(&module) && item == name {
+                if from.last().is_some_and(|m| is_module(m)) && item == name {
                     ranges.push(dotted[0].at..dotted[0].end());
-                    direct |= alias.is_none();
-                } else if item == module {
-                    modules.push(vec![alias.map_or(module, |a| a.text)]);
+                    if alias.is_none() {
+                        re_exported |= top;
+                        direct.push(scope.clone());
+                    }
+                } else if is_module(&item) {
+                    imported_modules.push((vec![alias.map_or(dotted[0].text, |a| a.text)], scope.clone()));
                 }
             }
         } else {
             for (dotted, alias) in &items {
                 let parts: Vec<&str> = dotted.iter().map(|t| t.text).filter(|t| *t != ".").collect();
-                if parts.last() == Some(&module) {
-                    modules.push(alias.map_or(parts, |a| vec![a.text]));
+                if parts.last().is_some_and(|m| is_module(m)) {
+                    imported_modules.push((alias.map_or(parts, |a| vec![a.text]), scope.clone()));
                 }
             }
         }
         i = j;
     }
-    if direct {
+    if !direct.is_empty() {
         let bound = toks.windows(2).any(|w| (matches!(w[0].text, "def" | "class" | "as" | "for" | "global") && w[1].text == name) || (w[0].text == name && w[1].text == "="))
             || toks.windows(3).any(|w| matches!(w[0].text, "(" | ",") && w[1].text == name && matches!(w[2].text, ")" | "," | ":" | "="))
             || toks.iter().any(|t| t.kind == TokKind::Str && t.text.starts_with(['f', 'F']) && t.text.contains(name));
         if bound {
             return None;
         }
-        ranges.extend(variable_uses(text, 0..text.len(), name));
+        for scope in &direct {
+            ranges.extend(variable_uses(text, scope.clone(), name));
+        }
     }
-    for m in &modules {
+    if re_exported {
+        // `__all__ = ["name", …]`: the string's contents.
+        let quoted = [format!("\"{name}\""), format!("'{name}'")];
+        for (k, t) in toks.iter().enumerate() {
+            if t.text == "__all__" && first_on_line(k) {
+                let end = toks[k..].iter().position(|u| u.text == "]" || u.text == ")").map_or(toks.len(), |e| k + e);
+                for u in &toks[k..end] {
+                    if u.kind == TokKind::Str && quoted.iter().any(|q| q == u.text) {
+                        ranges.push(u.at + 1..u.end() - 1);
+                    }
+                }
+            }
+        }
+    }
+    for (m, scope) in &imported_modules {
         let n = m.len() * 2 + 1;
         for (k, w) in toks.windows(n).enumerate() {
             let prefix_ok = m.iter().enumerate().all(|(q, part)| w[2 * q].text == *part && w[2 * q + 1].text == ".");
             let before_ok = k == 0 || toks[k - 1].text != ".";
-            if prefix_ok && before_ok && w[n - 1].text == name {
+            if prefix_ok && before_ok && w[n - 1].text == name && scope.contains(&w[0].at) {
                 ranges.push(w[n - 1].at..w[n - 1].end());
             }
         }
     }
     ranges.sort_by_key(|r| r.start);
     ranges.dedup();
-    (!ranges.is_empty()).then_some(ranges)
+    (!ranges.is_empty()).then_some((ranges, re_exported))
+}
+
+/// Where an import at byte `at` binds its names, by indentation: the whole file at the top
+/// level (or under a top-level `if`/`try`), a function's lines when it is in a function
+/// (`def` and its indented block), `None` in a class body.
+fn import_scope(text: &str, at: usize) -> Option<std::ops::Range<usize>> {
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let mut level = at - line_start;
+    let mut end = line_start;
+    while level > 0 {
+        // The nearest line above, less indented, that is not blank or a comment.
+        let above = text[..end.saturating_sub(1)].rfind('\n').map_or(0, |i| i + 1);
+        if end == 0 {
+            return Some(0..text.len());
+        }
+        end = above;
+        let line = text[above..].split('\n').next().unwrap_or("");
+        if line.trim().is_empty() || line.trim_start().starts_with('#') || indent(line) >= level {
+            continue;
+        }
+        level = indent(line);
+        let head = line.trim_start();
+        if head.starts_with("class ") {
+            return None;
+        }
+        if head.starts_with("def ") || head.starts_with("async def ") {
+            // The block: to the next line (not blank, not a comment) indented no deeper.
+            let mut stop = text.len();
+            let mut pos = above + line.len() + 1;
+            while pos < text.len() {
+                let l = text[pos..].split('\n').next().unwrap_or("");
+                if !l.trim().is_empty() && !l.trim_start().starts_with('#') && indent(l) <= level {
+                    stop = pos;
+                    break;
+                }
+                pos += l.len() + 1;
+            }
+            return Some(above..stop);
+        }
+    }
+    Some(0..text.len())
 }
 
 /// The tasks of `kind` that `text` offers.

@@ -1,10 +1,16 @@
 //! Renames across files: a module-level function, class or constant renamed at its definition
 //! → its uses in the other files the workspace index knows. The index names the files whose
 //! imports mention the name or its module; in each, the imports resolved to the defining file
-//! say what follows: `from m import old` (the import and the file's uses of `old`), `from m
-//! import old as x` (the import's name only: the alias stays), `import m` / `import pkg.m` /
-//! `from pkg import m` (each `m.old`). Deterministic, like the rename in the file.
+//! say what follows: `from m import old` (the import and the file's uses of `old`, or the
+//! function's where the import is in a function), `from m import old as x` (the import's name
+//! only: the alias stays), `import m` / `import pkg.m` / `from pkg import m` (each `m.old`). A
+//! file that imports `old` under its own name at its top level re-exports it (`from .m import
+//! old` in a package's `__init__.py`; its `__all__` strings follow), so the files importing it
+//! from there follow too, up to [`MAX_DEPTH`] re-exports away. Deterministic, like the rename
+//! in the file.
 
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
@@ -26,49 +32,130 @@ pub struct FileEdits {
 /// Files looked at for one rename at most (the index's candidates, by path).
 pub const MAX_FILES: usize = 200;
 
+/// Re-exports followed at most (`pkg/__init__.py` re-exporting `pkg/m.py`'s name is one).
+pub const MAX_DEPTH: usize = 3;
+
 /// The edits in other files after `renamed` at its definition in `path`. `read` gives a file's
 /// text as the editor has it: an open document's with its version, else the disk's (`None`
 /// version), which is used only while it is the text the index read; files `read` cannot
 /// give (excluded ones among them) are skipped.
 pub fn plan(index: &Index, path: &Path, renamed: &Renamed, read: &dyn Fn(&Path) -> Option<(String, Option<i32>)>) -> Vec<FileEdits> {
     let Some(spec) = crate::syntax::by_language_id("python") else { return Vec::new() };
-    let mut out = Vec::new();
-    for (file, hash) in index.importers(path, &renamed.old).into_iter().take(MAX_FILES) {
-        let Some((text, version)) = read(&file) else { continue };
-        if version.is_none() && text_hash(&text) != hash {
-            tracing::debug!(path = %file.display(), "next edit: a file changed on disk since it was indexed, not renamed in");
-            continue;
+    let path = &crate::workspace::canonical(path);
+    // Per file: its text, version and the byte ranges to rename.
+    let mut found: BTreeMap<PathBuf, (String, Option<i32>, Vec<Range<usize>>)> = BTreeMap::new();
+    let mut skipped: HashSet<PathBuf> = HashSet::new();
+    // The files the name is exported from: the definition's, then those re-exporting it.
+    let mut sources = VecDeque::from([(path.to_path_buf(), 0)]);
+    let mut seen: HashSet<PathBuf> = HashSet::from([path.to_path_buf()]);
+    let mut looked = 0;
+    while let Some((source, depth)) = sources.pop_front() {
+        for (file, hash) in index.importers(&source, &renamed.old) {
+            if file == *path || skipped.contains(&file) {
+                continue;
+            }
+            if looked == MAX_FILES {
+                break;
+            }
+            looked += 1;
+            let (text, version) = match found.get(&file) {
+                Some((text, version, _)) => (text.clone(), *version),
+                None => match read(&file) {
+                    Some(read) => read,
+                    None => continue,
+                },
+            };
+            if version.is_none() && text_hash(&text) != hash {
+                tracing::debug!(path = %file.display(), "next edit: a file changed on disk since it was indexed, not renamed in");
+                skipped.insert(file);
+                continue;
+            }
+            let tree = spec.parse(&text);
+            let how = index.imports_of(&file, &text, &tree, spec, &source, &renamed.old);
+            if how.is_empty() {
+                continue;
+            }
+            let Some(ranges) = ranges(tree.root_node(), &text, &how, renamed) else {
+                tracing::debug!(path = %file.display(), "next edit: the new name is taken in an importing file, not renamed in");
+                skipped.insert(file.clone());
+                found.remove(&file);
+                continue;
+            };
+            // Imported under its own name at the top: whoever imports it from here gets it.
+            if !how.locals.is_empty() && depth < MAX_DEPTH && seen.insert(file.clone()) {
+                sources.push_back((file.clone(), depth + 1));
+            }
+            found.entry(file).or_insert((text, version, Vec::new())).2.extend(ranges);
         }
-        let tree = spec.parse(&text);
-        let how = index.imports_of(&file, &text, &tree, spec, path, &renamed.old);
-        if how.is_empty() {
-            continue;
+    }
+    found
+        .into_iter()
+        .filter_map(|(path, (text, version, mut ranges))| {
+            ranges.sort_by_key(|r| (r.start, r.end));
+            ranges.dedup();
+            let edits: Vec<Proposal> = ranges.into_iter().filter(|r| text[r.clone()] == renamed.old).map(|range| Proposal { range, new_text: renamed.new.clone(), kind: Kind::Rename }).collect();
+            (!edits.is_empty()).then_some(FileEdits { path, version, text, edits })
+        })
+        .collect()
+}
+
+/// The bytes to rename in one importing file (`root`, `text`) that imports the definition as
+/// `how` says; `None` where the new name is bound there already (two names would become one).
+fn ranges(root: Node<'_>, text: &str, how: &crate::workspace::Imports, renamed: &Renamed) -> Option<Vec<Range<usize>>> {
+    let mut out: Vec<Range<usize>> = how.names.clone();
+    let mut taken = false;
+    let mut scopes: Vec<(Node<'_>, &[String], &[String])> = Vec::new();
+    if !how.locals.is_empty() || !how.modules.is_empty() {
+        scopes.push((root, &how.locals, &how.modules));
+    }
+    for s in &how.scoped {
+        if let Some(f) = root.descendant_for_byte_range(s.range.start, s.range.end).filter(|f| f.byte_range() == s.range) {
+            scopes.push((f, &s.locals, &s.modules));
         }
-        let root = tree.root_node();
-        let mut ranges: Vec<std::ops::Range<usize>> = how.names.clone();
-        let mut taken = false;
-        for local in &how.locals {
+    }
+    for (scope, locals, modules) in scopes {
+        for local in locals {
             // The import's own names are `how.names`: a module path's parts are not uses.
-            uses(root, root, local, &text, &mut |n: Node<'_>| {
+            uses(scope, scope, local, text, &mut |n: Node<'_>| {
                 if !in_import(n) {
-                    ranges.push(n.byte_range());
+                    out.push(n.byte_range());
                 }
             });
-            // The new name bound here already: two names would become one.
-            uses(root, root, &renamed.new, &text, &mut |_| taken = true);
+            uses(scope, scope, &renamed.new, text, &mut |_| taken = true);
         }
-        if taken {
-            tracing::debug!(path = %file.display(), "next edit: the new name is taken in an importing file, not renamed in");
-            continue;
+        for module in modules {
+            attributes(scope, module, &renamed.old, text, &mut out);
         }
-        for module in &how.modules {
-            attributes(root, module, &renamed.old, &text, &mut ranges);
-        }
-        ranges.sort_by_key(|r| (r.start, r.end));
-        ranges.dedup();
-        let edits: Vec<Proposal> = ranges.into_iter().filter(|r| text[r.clone()] == renamed.old).map(|range| Proposal { range, new_text: renamed.new.clone(), kind: Kind::Rename }).collect();
-        if !edits.is_empty() {
-            out.push(FileEdits { path: file, version, text, edits });
+    }
+    // Where a name is renamed, the new one already used in the file (every function sees the
+    // top level's names).
+    if !how.locals.is_empty() || how.scoped.iter().any(|s| !s.locals.is_empty()) {
+        uses(root, root, &renamed.new, text, &mut |_| taken = true);
+    }
+    if taken {
+        return None;
+    }
+    if !how.locals.is_empty() {
+        out.extend(all_strings(root, text, &renamed.old));
+    }
+    Some(out)
+}
+
+/// The contents of the strings equal to `name` in the file's `__all__ = […]` (or `+=`).
+fn all_strings(root: Node<'_>, text: &str, name: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut c = root.walk();
+    for stmt in root.named_children(&mut c) {
+        let Some(e) = stmt.named_child(0).filter(|_| stmt.kind() == "expression_statement") else { continue };
+        let is_all = matches!(e.kind(), "assignment" | "augmented_assignment") && e.child_by_field_name("left").is_some_and(|l| &text[l.byte_range()] == "__all__");
+        let Some(value) = e.child_by_field_name("right").filter(|_| is_all) else { continue };
+        let mut stack = vec![value];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "string_content" && &text[n.byte_range()] == name {
+                out.push(n.byte_range());
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
         }
     }
     out
@@ -155,6 +242,47 @@ mod tests {
         // What `read` refuses (an excluded file) is skipped.
         let none = plan(&index, &root.join("pkg/geo.py"), &renamed(), &|_| None);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn re_exports_are_followed_and_their_all_strings_renamed() {
+        let init = "from .geo import area\n\n__all__ = [\"area\", \"other\"]\n";
+        let files = [
+            ("pkg/__init__.py", init),
+            ("pkg/geo.py", GEO),
+            // Imports it from the package, which re-exports it.
+            ("app.py", "from pkg import area\nimport pkg\n\nx = area(1, 2) + pkg.area(3, 4)\n"),
+            // Two re-exports away.
+            ("lib/__init__.py", "from pkg import area\n"),
+            ("client.py", "from lib import area\n\narea(0, 0)\n"),
+            // Re-exported under another name: what imports that name keeps it.
+            ("other/__init__.py", "from pkg.geo import area as region\n"),
+            ("far.py", "from other import region\n\nregion(5, 6)\n"),
+        ];
+        let (root, index) = scratch("across-reexport", &files);
+        let found = plan(&index, &root.join("pkg/geo.py"), &renamed(), &disk);
+        let got: Vec<(String, String)> = found.iter().map(|f| (f.path.strip_prefix(crate::workspace::canonical(&root)).unwrap().to_string_lossy().into_owned(), apply(&f.text, &f.edits))).collect();
+        let want = [
+            ("app.py", "from pkg import surface_area\nimport pkg\n\nx = surface_area(1, 2) + pkg.surface_area(3, 4)\n"),
+            ("client.py", "from lib import surface_area\n\nsurface_area(0, 0)\n"),
+            ("lib/__init__.py", "from pkg import surface_area\n"),
+            ("other/__init__.py", "from pkg.geo import surface_area as region\n"),
+            ("pkg/__init__.py", "from .geo import surface_area\n\n__all__ = [\"surface_area\", \"other\"]\n"),
+        ];
+        let want: Vec<(String, String)> = want.iter().map(|(p, t)| (p.to_string(), t.to_string())).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn an_import_inside_a_function_renames_in_that_function() {
+        let late = "def f():\n    from pkg.geo import area\n    return area(1, 2)\n\n\ndef g(area):\n    return area\n\n\nclass K:\n    def m(self):\n        import pkg.geo\n        return pkg.geo.area(3, 4)\n\n    def n(self):\n        return area\n";
+        let taken = "def f():\n    from pkg.geo import area\n    surface_area = 1\n    return area(surface_area)\n";
+        let (root, index) = scratch("across-nested", &[("pkg/__init__.py", ""), ("pkg/geo.py", GEO), ("late.py", late), ("taken.py", taken)]);
+        let found = plan(&index, &root.join("pkg/geo.py"), &renamed(), &disk);
+        assert_eq!(found.len(), 1, "taken.py binds the new name in the function: {found:?}");
+        assert!(found[0].path.ends_with("late.py"));
+        let want = late.replacen("import area\n    return area(", "import surface_area\n    return surface_area(", 1).replace("pkg.geo.area(", "pkg.geo.surface_area(");
+        assert_eq!(apply(&found[0].text, &found[0].edits), want, "g's parameter and n's free name are not the import's");
     }
 
     #[test]

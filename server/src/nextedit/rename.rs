@@ -230,8 +230,8 @@ pub(super) fn uses<'t>(node: Node<'t>, scope: Node<'t>, name: &str, text: &str, 
     });
 }
 
-/// Whether the nested function (or class) `def` binds `name` of its own: a parameter, or an
-/// assignment in its body (not through `global`/`nonlocal`).
+/// Whether the nested function (or class) `def` binds `name` of its own: a parameter, an
+/// assignment or an import in its body (not through `global`/`nonlocal`).
 fn binds(def: Node<'_>, name: &str, text: &str) -> bool {
     if def.kind() == "class_definition" {
         return false;
@@ -260,6 +260,10 @@ fn binds(def: Node<'_>, name: &str, text: &str) -> bool {
         if matches!(n.kind(), "global_statement" | "nonlocal_statement") && text[n.byte_range()].split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == name) {
             declared = true;
         }
+        if matches!(n.kind(), "import_statement" | "import_from_statement") {
+            found |= import_binds(n, name, text);
+            return false;
+        }
         if n.kind() == "identifier" && &text[n.byte_range()] == name {
             if let Some(p) = n.parent() {
                 let left = matches!(p.kind(), "assignment" | "augmented_assignment" | "for_statement") && p.child_by_field_name("left") == Some(n);
@@ -269,6 +273,21 @@ fn binds(def: Node<'_>, name: &str, text: &str) -> bool {
         true
     });
     found && !declared
+}
+
+/// Whether the import statement `stmt` binds the local name `name`: `import name`, `import
+/// name.sub` (binds `name`), `from m import name`, `… as name`.
+pub(super) fn import_binds(stmt: Node<'_>, name: &str, text: &str) -> bool {
+    let mut c = stmt.walk();
+    let names: Vec<Node<'_>> = stmt.children_by_field_name("name", &mut c).collect();
+    names.into_iter().any(|n| {
+        let local = match n.kind() {
+            "aliased_import" => n.child_by_field_name("alias").map(|a| &text[a.byte_range()]),
+            _ if stmt.kind() == "import_statement" => text[n.byte_range()].split('.').next().map(str::trim),
+            _ => Some(&text[n.byte_range()]),
+        };
+        local == Some(name)
+    })
 }
 
 /// The calls of `name` in `root`: `name(…)` or `x.name(…)`.
@@ -313,6 +332,13 @@ mod tests {
         let before = "class C:\n    def __init__(self):\n        self.v = 1\n    def g(self):\n        return self.v + v\n";
         let (_, text) = edit(before, &before.replacen("self.v =", "self.value =", 1));
         assert_eq!(text, "class C:\n    def __init__(self):\n        self.value = 1\n    def g(self):\n        return self.value + v\n");
+    }
+
+    #[test]
+    fn a_function_that_imports_the_name_itself_keeps_its_own() {
+        let before = "def go(a):\n    pass\n\ndef f():\n    from other import go\n    return go(1)\n\ndef g():\n    import go.sub\n    return go\n\ndef h():\n    return go(2)\n";
+        let (_, text) = edit(before, &before.replacen("def go(", "def run(", 1));
+        assert_eq!(text, before.replacen("def go(", "def run(", 1).replace("go(2)", "run(2)"));
     }
 
     #[test]

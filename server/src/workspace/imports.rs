@@ -59,6 +59,14 @@ pub fn bindings(state: &State, spec: &Spec, tree: &Tree, text: &str, path: &Path
     b
 }
 
+/// The names one Python import statement binds, as if it were at the top of the file `path`
+/// (an import inside a function binds them in the function).
+pub fn python_statement(state: &State, stmt: Node<'_>, text: &str, path: &Path) -> Bindings {
+    let mut b = Bindings::default();
+    python(state, stmt, text, path.parent().unwrap_or(Path::new("/")), &mut b);
+    b
+}
+
 /// The files of the module a qualifier (`m`, `pkg.m`, `crate::a`, `super::b`) names.
 pub fn module_of(state: &State, b: &Bindings, qualifier: &str) -> Option<Vec<u32>> {
     if let Some(Binding::Module { files, .. }) = b.names.get(qualifier) {

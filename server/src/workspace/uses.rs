@@ -20,8 +20,8 @@ pub fn text_hash(text: &str) -> u64 {
     h.finish()
 }
 
-/// The identifiers in a Python file's imports (those the import resolution reads: top level,
-/// and under `if`/`try`), each once.
+/// The identifiers in a Python file's imports (at the top level, under `if`/`try`, and in
+/// functions' bodies), each once.
 pub(super) fn imported_names(tree: &Tree, text: &str) -> Vec<String> {
     fn visit(node: Node<'_>, text: &str, out: &mut Vec<String>) {
         match node.kind() {
@@ -35,7 +35,7 @@ pub(super) fn imported_names(tree: &Tree, text: &str) -> Vec<String> {
                     stack.extend(n.named_children(&mut c));
                 }
             }
-            "module" | "if_statement" | "try_statement" | "block" | "else_clause" | "elif_clause" | "except_clause" | "finally_clause" => {
+            "module" | "if_statement" | "try_statement" | "block" | "else_clause" | "elif_clause" | "except_clause" | "finally_clause" | "function_definition" | "class_definition" | "decorated_definition" | "with_statement" | "for_statement" | "while_statement" => {
                 let mut c = node.walk();
                 let children: Vec<Node<'_>> = node.named_children(&mut c).collect();
                 for child in children {
@@ -56,17 +56,29 @@ pub(super) fn imported_names(tree: &Tree, text: &str) -> Vec<String> {
 /// (the bytes of `name` in each), the local names bound to the definition under its own name
 /// (its uses in the file are the definition's), and the local names of its module (`m` in
 /// `import m`, `pkg.m` in `import pkg.m`, `x` in `from pkg import m as x`), whose `.name` are
-/// the definition's.
+/// the definition's. `names` also holds the names of imports inside functions, whose locals
+/// and modules are the function's own (`scoped`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Imports {
     pub names: Vec<Range<usize>>,
+    pub locals: Vec<String>,
+    pub modules: Vec<String>,
+    pub scoped: Vec<Scoped>,
+}
+
+/// What the imports in one function's body bind to the definition or its module: the names
+/// stand for it in that function (`range`: the `function_definition`'s bytes), nested
+/// functions that bind them again aside.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scoped {
+    pub range: Range<usize>,
     pub locals: Vec<String>,
     pub modules: Vec<String>,
 }
 
 impl Imports {
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.locals.is_empty() && self.modules.is_empty()
+        self.names.is_empty() && self.locals.is_empty() && self.modules.is_empty() && self.scoped.is_empty()
     }
 }
 
@@ -98,42 +110,97 @@ impl Index {
         }
         let state = self.read();
         let Some(def) = state.id(&canonical(def_path)) else { return out };
-        let b = imports::bindings(&state, spec, tree, text, &canonical(path));
-        let item_here = |local: &str| matches!(b.names.get(local), Some(Binding::Item { files, name: n }) if n == name && files.contains(&def));
-        for (local, binding) in &b.names {
-            if let Binding::Module { files, .. } = binding {
-                if files.contains(&def) {
-                    out.modules.push(local.clone());
-                }
-            }
-        }
-        out.modules.sort();
+        let path = canonical(path);
+        let b = imports::bindings(&state, spec, tree, text, &path);
+        out.modules = modules_of(&b, def);
         let mut stack = vec![tree.root_node()];
         while let Some(n) = stack.pop() {
             if n.kind() == "import_from_statement" {
-                let mut c = n.walk();
-                for imported in n.children_by_field_name("name", &mut c) {
-                    let (orig, local) = match imported.kind() {
-                        "aliased_import" => match (imported.child_by_field_name("name"), imported.child_by_field_name("alias")) {
-                            (Some(o), Some(a)) => (o, &text[a.byte_range()]),
-                            _ => continue,
-                        },
-                        _ => (imported, &text[imported.byte_range()]),
-                    };
-                    if &text[orig.byte_range()] == name && item_here(local) {
-                        out.names.push(orig.byte_range());
-                        if local == name && !out.locals.iter().any(|l| l == local) {
-                            out.locals.push(local.to_owned());
-                        }
-                    }
-                }
+                from_names(n, text, name, &b, def, &mut out.names, &mut out.locals);
                 continue;
             }
             let mut c = n.walk();
             stack.extend(n.named_children(&mut c).filter(|c| !matches!(c.kind(), "function_definition" | "class_definition" | "expression_statement")));
         }
+        // Imports inside functions: each function's own (not its nested functions').
+        let mut defs = Vec::new();
+        functions(tree.root_node(), &mut defs);
+        for f in defs {
+            let Some(body) = f.child_by_field_name("body") else { continue };
+            let mut statements = Vec::new();
+            own_imports(body, &mut statements);
+            let mut scoped = Scoped { range: f.byte_range(), ..Default::default() };
+            for stmt in statements {
+                let b = imports::python_statement(&state, stmt, text, &path);
+                scoped.modules.extend(modules_of(&b, def));
+                if stmt.kind() == "import_from_statement" {
+                    from_names(stmt, text, name, &b, def, &mut out.names, &mut scoped.locals);
+                }
+            }
+            if !scoped.locals.is_empty() || !scoped.modules.is_empty() {
+                scoped.modules.sort();
+                scoped.modules.dedup();
+                out.scoped.push(scoped);
+            }
+        }
         out.names.sort_by_key(|r| r.start);
+        out.names.dedup();
         out
+    }
+}
+
+/// The local names `b` binds to the module file `def`, sorted.
+fn modules_of(b: &imports::Bindings, def: u32) -> Vec<String> {
+    let mut out: Vec<String> = b.names.iter().filter(|(_, binding)| matches!(binding, Binding::Module { files, .. } if files.contains(&def))).map(|(local, _)| local.clone()).collect();
+    out.sort();
+    out
+}
+
+/// In the `from … import …` statement `stmt`: the bytes of each imported `name` that `b`
+/// resolves to the item in `def` (into `names`), and the local names that keep its name (into
+/// `locals`).
+fn from_names(stmt: Node<'_>, text: &str, name: &str, b: &imports::Bindings, def: u32, names: &mut Vec<Range<usize>>, locals: &mut Vec<String>) {
+    let mut c = stmt.walk();
+    for imported in stmt.children_by_field_name("name", &mut c) {
+        let (orig, local) = match imported.kind() {
+            "aliased_import" => match (imported.child_by_field_name("name"), imported.child_by_field_name("alias")) {
+                (Some(o), Some(a)) => (o, &text[a.byte_range()]),
+                _ => continue,
+            },
+            _ => (imported, &text[imported.byte_range()]),
+        };
+        let here = matches!(b.names.get(local), Some(Binding::Item { files, name: n }) if n == name && files.contains(&def));
+        if &text[orig.byte_range()] == name && here {
+            names.push(orig.byte_range());
+            if local == name && !locals.iter().any(|l| l == local) {
+                locals.push(local.to_owned());
+            }
+        }
+    }
+}
+
+/// Every `function_definition` under `node`: at the top level, methods, nested functions.
+fn functions<'t>(node: Node<'t>, out: &mut Vec<Node<'t>>) {
+    let mut c = node.walk();
+    let children: Vec<Node<'t>> = node.named_children(&mut c).collect();
+    for child in children {
+        if child.kind() == "function_definition" {
+            out.push(child);
+        }
+        functions(child, out);
+    }
+}
+
+/// The import statements of a function's `body`, not those of functions or classes in it.
+fn own_imports<'t>(body: Node<'t>, out: &mut Vec<Node<'t>>) {
+    let mut c = body.walk();
+    let children: Vec<Node<'t>> = body.named_children(&mut c).collect();
+    for child in children {
+        match child.kind() {
+            "import_statement" | "import_from_statement" => out.push(child),
+            "function_definition" | "class_definition" | "decorated_definition" => {}
+            _ => own_imports(child, out),
+        }
     }
 }
 
