@@ -657,3 +657,62 @@ step("next edits: a renamed parameter's other uses are shown; Alt+N jumps, then 
   await until(async () => `no next edit after typing elsewhere, got ${JSON.stringify(await nextEditsShown())}`, async () => (await nextEditsShown()).length === 0, 2_000);
   await h.shot("next-edit-cleared");
 });
+
+// Next edits across files: a module function renamed at its definition, where another file of
+// the workspace (never opened; VS Code's watcher tells the server it was created) imports and
+// calls it. The decoration at the call in the file counts the other file's edits; accepting
+// applies all of them as one workspace edit, and Save All writes both files.
+step("next edits across files: a renamed module function's importer is edited with it, and Save All writes both", async () => {
+  const { page } = h;
+  for (let i = 0; i < 3; i++) await page.keyboard.press("Escape");
+  const SOLIDS = "def volume(a, b):\n    return a * b\n\n\nv = volume(2, 3)\n";
+  const BOXES = "from solids import volume\n\nw = volume(1, 2)\n";
+  writeFileSync(join(h.workspace, "boxes.py"), BOXES);
+  writeFileSync(join(h.workspace, "solids.py"), SOLIDS);
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("solids.py", { delay: KEY_DELAY });
+  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: "solids.py" }).first().waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".tab").filter({ hasText: "solids.py" }).waitFor();
+  const editor = page.locator(".editor-instance .monaco-editor").first();
+  // `volume` in `def volume(a, b):` selected with the keyboard, and typed over.
+  await editor.locator(".view-line").filter({ hasText: /def\svolume\(a,/ }).first().click();
+  await page.keyboard.press("Home");
+  for (let i = 0; i < 4; i++) await page.keyboard.press("ArrowRight");
+  for (let i = 0; i < 6; i++) await page.keyboard.press("Shift+ArrowRight");
+  await page.keyboard.type("capacity", { delay: KEY_DELAY });
+  await page.keyboard.press("Escape");
+  // Until the index has boxes.py (the watcher's event), the proposal counts no other file.
+  const shown = await until(
+    async () => `the call decorated with boxes.py's two edits counted, got ${JSON.stringify(await nextEditsShown())}`,
+    async () => {
+      const s = await nextEditsShown();
+      return s.length === 1 && s[0].after.includes("other file") && s;
+    },
+    60_000,
+  );
+  note(`next edits shown: ${JSON.stringify(shown)}`);
+  await h.shot("next-edit-across-shown");
+  assert.deepEqual(
+    shown.map((s) => [s.line.trim(), s.before.trim(), s.after]),
+    [["v = volume(2, 3)", "v = volume", "→ capacity (+2 in 1 other file)"]],
+    "the call in the file, and the count of the other file's edits",
+  );
+  await page.keyboard.press("Alt+N");
+  await until(async () => `the cursor at 4:4, the status bar says ${JSON.stringify(await cursor(page))}`, async () => JSON.stringify(await cursor(page)) === JSON.stringify({ line: 4, character: 4 }), 10_000);
+  await page.keyboard.press("Alt+N");
+  await until(
+    async () => `the call renamed, the editor shows ${JSON.stringify(await editor.locator(".view-line").allInnerTexts())}`,
+    async () => (await editor.locator(".view-line").filter({ hasText: /v\s=\scapacity\(2,\s3\)/ }).count()) > 0,
+    10_000,
+  );
+  await h.shot("next-edit-across-accepted");
+  assert.equal(readFileSync(join(h.workspace, "boxes.py"), "utf8"), BOXES, "boxes.py is edited in VS Code, not yet on disk");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("File: Save All", { delay: 20 });
+  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: "File: Save All" }).first().waitFor();
+  await page.keyboard.press("Enter");
+  const files = () => ["solids.py", "boxes.py"].map((f) => readFileSync(join(h.workspace, f), "utf8"));
+  const want = [SOLIDS, BOXES].map((t) => t.replaceAll("volume", "capacity"));
+  await until(async () => `both files saved renamed, got ${JSON.stringify(files())}`, async () => JSON.stringify(files()) === JSON.stringify(want), 10_000);
+});

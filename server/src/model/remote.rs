@@ -524,11 +524,15 @@ impl Remote {
                 for id in pieces {
                     if let (Some(c), Some(t)) = (constraints, id) {
                         let bytes = self.piece_bytes(t, piece);
-                        let refused = match super::lead_rest(c.lead, answer.so_far()) {
-                            Some(rest) => !super::agrees(rest, &bytes),
-                            None => self.ends(t) && (c.unfinished)(&answer.text),
-                        } || (!self.ends(t) && super::ends_blank(c.lead, c.blank_enders, answer.so_far(), &bytes))
-                            || (self.ends(t) && super::blank_guarded(c.lead, c.blank_enders, answer.so_far()));
+                        let ends = self.ends(t);
+                        // An end token ends the text blank where the guard is up; any other
+                        // token where its text does.
+                        let blank = if ends { super::blank_guarded(c.lead, c.blank_enders, answer.so_far()) } else { super::ends_blank(c.lead, c.blank_enders, answer.so_far(), &bytes) };
+                        let refused = blank
+                            || match super::lead_rest(c.lead, answer.so_far()) {
+                                Some(rest) => !super::agrees(rest, &bytes),
+                                None => ends && (c.unfinished)(&answer.text),
+                            };
                         if refused {
                             // Dropping the response closes the connection: the server stops.
                             return Ok(true);
