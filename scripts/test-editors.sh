@@ -11,7 +11,8 @@
 # the VS Code extension's unit tests, its bundle with vscode-languageclient against the real
 # server (a stand-in for VS Code's API), and its .vsix package; then that .vsix in a real VS Code
 # (code-server in headless Chromium: ghost text on screen, Tab, settings, status bar, next
-# edits decorated and accepted with Alt+N;
+# edits decorated and accepted with Alt+N, in the open file and, for a renamed module function, in
+# the file importing it (Save All writes both);
 # screenshots in target/ui-artifacts/vscode/), and the platform .vsix with the server inside
 # driven through the first run against a loopback Hub (target/ui-artifacts/vscode-first-run/).
 # Installs what it needs, prints "N passed, M failed" last and exits non-zero on any failure.
