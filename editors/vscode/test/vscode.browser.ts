@@ -557,6 +557,23 @@ step("a two-file workspace: the sibling's definition reaches the prompt, and its
   await page.keyboard.press("Escape");
 });
 
+/** Opens the workspace file `name` through Quick Open (Ctrl+P) and selects, with the keyboard,
+ * `length` characters from column `from` of the first line matching `line`; returns the editor. */
+async function openAndSelect(name: string, line: RegExp, from: number, length: number) {
+  const { page } = h;
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type(name, { delay: KEY_DELAY });
+  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: name }).first().waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".tab").filter({ hasText: name }).waitFor();
+  const editor = page.locator(".editor-instance .monaco-editor").first();
+  await editor.locator(".view-line").filter({ hasText: line }).first().click();
+  await page.keyboard.press("Home");
+  for (let i = 0; i < from; i++) await page.keyboard.press("ArrowRight");
+  for (let i = 0; i < length; i++) await page.keyboard.press("Shift+ArrowRight");
+  return editor;
+}
+
 /** The next edits shown in the active editor: each decoration's `→ …` text after the text it
  * follows, with the line it is on (top to bottom). VS Code draws a decoration's `after` text as
  * the `::after` content of a span in the line. */
@@ -593,17 +610,8 @@ step("next edits: a renamed parameter's other uses are shown; Alt+N jumps, then 
   for (let i = 0; i < 3; i++) await page.keyboard.press("Escape");
   const SHAPES = "def area(w, h):\n    s = w * h\n    return s + w\n\n\nx = area(3, 4)\n";
   writeFileSync(join(h.workspace, "shapes.py"), SHAPES);
-  await page.keyboard.press("Control+P");
-  await page.keyboard.type("shapes.py", { delay: KEY_DELAY });
-  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: "shapes.py" }).first().waitFor();
-  await page.keyboard.press("Enter");
-  await page.locator(".tab").filter({ hasText: "shapes.py" }).waitFor();
-  const editor = page.locator(".editor-instance .monaco-editor").first();
   // `w` in `def area(w, h):` selected with the keyboard, and typed over.
-  await editor.locator(".view-line").filter({ hasText: /def\sarea\(w,/ }).first().click();
-  await page.keyboard.press("Home");
-  for (let i = 0; i < 9; i++) await page.keyboard.press("ArrowRight");
-  await page.keyboard.press("Shift+ArrowRight");
+  const editor = await openAndSelect("shapes.py", /def\sarea\(w,/, 9, 1);
   await page.keyboard.type("width", { delay: KEY_DELAY });
   await page.keyboard.press("Escape");
   const shown = await until(
@@ -669,17 +677,8 @@ step("next edits across files: a renamed module function's importer is edited wi
   const BOXES = "from solids import volume\n\nw = volume(1, 2)\n";
   writeFileSync(join(h.workspace, "boxes.py"), BOXES);
   writeFileSync(join(h.workspace, "solids.py"), SOLIDS);
-  await page.keyboard.press("Control+P");
-  await page.keyboard.type("solids.py", { delay: KEY_DELAY });
-  await page.locator(".quick-input-widget .monaco-list-row").filter({ hasText: "solids.py" }).first().waitFor();
-  await page.keyboard.press("Enter");
-  await page.locator(".tab").filter({ hasText: "solids.py" }).waitFor();
-  const editor = page.locator(".editor-instance .monaco-editor").first();
   // `volume` in `def volume(a, b):` selected with the keyboard, and typed over.
-  await editor.locator(".view-line").filter({ hasText: /def\svolume\(a,/ }).first().click();
-  await page.keyboard.press("Home");
-  for (let i = 0; i < 4; i++) await page.keyboard.press("ArrowRight");
-  for (let i = 0; i < 6; i++) await page.keyboard.press("Shift+ArrowRight");
+  const editor = await openAndSelect("solids.py", /def\svolume\(a,/, 4, 6);
   await page.keyboard.type("capacity", { delay: KEY_DELAY });
   await page.keyboard.press("Escape");
   // Until the index has boxes.py (the watcher's event), the proposal counts no other file.
