@@ -9,10 +9,12 @@
 # BINARY defaults to target/release/ghostline (`cargo build --release`), which must be built
 # for TARGET: a .vsix carries a binary for one platform only. The targets and where to build:
 #   linux-x64      cargo build --release on x86-64 Linux; scripts/package-vsix.sh linux-x64
-#   linux-arm64    cargo build --release on arm64 Linux;  scripts/package-vsix.sh linux-arm64
-#   darwin-arm64   cargo build --release on Apple silicon (Metal); scripts/package-vsix.sh darwin-arm64
-#   darwin-x64     cargo build --release on an Intel Mac;  scripts/package-vsix.sh darwin-x64
-#   win32-x64      cargo build --release on Windows (MSVC); bash scripts/package-vsix.sh win32-x64 target/release/ghostline.exe
+#   linux-arm64    GGML_LLAMAFILE=OFF cargo build --release on arm64 Linux;  scripts/package-vsix.sh linux-arm64
+#   darwin-arm64   GGML_LLAMAFILE=OFF cargo build --release on Apple silicon (Metal); scripts/package-vsix.sh darwin-arm64
+#   darwin-x64     GGML_LLAMAFILE=OFF cargo build --release on an Intel Mac;  scripts/package-vsix.sh darwin-x64
+#   win32-x64      set GGML_LLAMAFILE=OFF, then cargo build --release on Windows (MSVC); bash scripts/package-vsix.sh win32-x64 target/release/ghostline.exe
+# (GGML_LLAMAFILE=OFF: llamafile's matrix product is made batch-invariant on x86-64 Linux only,
+# by server/build.rs; elsewhere it is left out so that the CPU keeps batch-invariant kernels.)
 # The plain .vsix without a binary (`npm run package` in editors/vscode) stays: it uses the
 # `ghostline` on PATH or ghostline.server.path.
 set -euo pipefail

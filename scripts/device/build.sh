@@ -6,8 +6,9 @@
 # needs only "llama" (`invariance.sh` "llama llama-quantize"). BUILD (default .device/build) and
 # EXTRA_CMAKE (more -D options, e.g. -DGGML_CUDA_FORCE_CUBLAS=ON) make a second, other build.
 #
-# The CPU backend is built without llamafile's sgemm and the repacked weights, as ghostline's own
-# build is (.cargo/config.toml): both take another code path for a batch than for one token.
+# The CPU backend is built without llamafile's sgemm and the repacked weights: both take another
+# code path for a batch than for one token, and in these shared libraries no link option can
+# route the sgemm calls through `model::sgemm` as ghostline's static x86-64 Linux build does.
 # GGML_NATIVE stays on (this machine's AVX-512 and AMX kernels; cpu-variants.sh builds the crate's
 # AVX2 ones apart): with every layer on the GPU the CPU only looks up the prompt's embedding rows,
 # one row at a time, the same in any batch.

@@ -43,12 +43,14 @@ pub fn gpu_layers(configured: Option<u32>) -> u32 {
 /// build and with these layers — measured by `ghostline bench --batch-invariance`, explained in
 /// the README's "Determinism" section. On the CPU it is, with these kernels: every matrix
 /// product through ggml's `vec_dot` (one dot product per output element, the same for one
-/// token or 512), no flash attention (its tiled path for batches and its split-KV path for one
-/// token reduce in other orders: [`Worker`](super::llama) turns it off), no tiled K-quant
-/// matrix product (`GGML_CPU_TILED_MM=0`, [`pin_cpu_kernels`]). Two build options break it and
-/// are off in ghostline's build (`.cargo/config.toml`): llamafile's `sgemm` (batches only) and
-/// the repacked weights' GEMM/GEMV (`REPACK`). On a GPU it is not (CUDA: MMVQ for ≤ 8 columns,
-/// MMQ or cuBLAS above): there completions keep the aligned prefill.
+/// token or 512) or, for F16 and F32 products (attention), llamafile's tinyBLAS with one column
+/// computed in its order where the build wraps it (`model::sgemm`, x86-64 Linux); no flash
+/// attention (its tiled path for batches and its split-KV path for one token reduce in other
+/// orders: [`Worker`](super::llama) turns it off), no tiled K-quant matrix product
+/// (`GGML_CPU_TILED_MM=0`, [`pin_cpu_kernels`]). Build options that break it: llamafile's
+/// `sgemm` where nothing wraps it (batches only), the repacked weights' GEMM/GEMV (`REPACK`, off
+/// in `.cargo/config.toml`). On a GPU it is not (CUDA: MMVQ for ≤ 8 columns, MMQ or cuBLAS
+/// above): there completions keep the aligned prefill.
 pub fn batch_invariance(gpu_layers: u32) -> Result<(), String> {
     if gpu_layers > 0 {
         if let Some(gpu) = gpu_backend() {
@@ -56,7 +58,14 @@ pub fn batch_invariance(gpu_layers: u32) -> Result<(), String> {
         }
     }
     let cpu = cpu_kernels();
-    let variant: Vec<&str> = cpu.split(' ').filter(|k| matches!(*k, "LLAMAFILE" | "REPACK" | "AMX_INT8" | "KLEIDIAI" | "MATMUL_INT8")).collect();
+    let variant: Vec<&str> = cpu
+        .split(' ')
+        .filter(|k| match *k {
+            // One column goes through llamafile's kernel too where the build wraps it (`model::sgemm`).
+            "LLAMAFILE" => !cfg!(ghostline_sgemm_one_column),
+            k => matches!(k, "REPACK" | "AMX_INT8" | "KLEIDIAI" | "MATMUL_INT8"),
+        })
+        .collect();
     if variant.is_empty() {
         Ok(())
     } else {
@@ -139,6 +148,16 @@ pub fn system_info() -> String {
     if super::llama::init_backend().is_err() {
         return String::new();
     }
+    raw_system_info()
+}
+
+/// [`cpu_kernels`] for the backend's own initialisation, once llama.cpp's backend is up.
+#[cfg_attr(not(ghostline_sgemm_one_column), allow(dead_code))]
+pub(super) fn cpu_kernels_of_this_build() -> String {
+    cpu_of(&kernels(&raw_system_info())).to_owned()
+}
+
+fn raw_system_info() -> String {
     // SAFETY: llama.cpp returns a NUL-terminated string it owns (a static buffer), valid until
     // the next call; it is copied at once.
     unsafe { std::ffi::CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) }.to_string_lossy().into_owned()

@@ -50,7 +50,12 @@ fn backend() -> Result<&'static LlamaBackend, String> {
         .get_or_init(|| {
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
             super::backend::pin_cpu_kernels();
-            LlamaBackend::init().map_err(|e| format!("cannot initialise llama.cpp: {e}"))
+            let backend = LlamaBackend::init().map_err(|e| format!("cannot initialise llama.cpp: {e}"));
+            #[cfg(ghostline_sgemm_one_column)]
+            if backend.is_ok() {
+                super::sgemm::init(&super::backend::cpu_kernels_of_this_build());
+            }
+            backend
         })
         .as_ref()
         .map_err(Clone::clone)

@@ -23,6 +23,8 @@ pub mod memory;
 mod remote;
 pub use remote::lead_grammar;
 mod residency;
+#[cfg(ghostline_sgemm_one_column)]
+mod sgemm;
 pub mod threads;
 
 pub use fim::{FimFormat, Token};
