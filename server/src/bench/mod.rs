@@ -10,7 +10,8 @@
 //! as a secondary figure. The replay is closed-loop: it waits for each answer before the next
 //! event (and sleeps the recorded gap when the answer came sooner), so every request is measured
 //! on both sides and both do the same work. An editor would instead supersede a request still
-//! running when the next key arrives.
+//! running when the next key arrives. The peer's side runs after ghostline's, with the same
+//! pauses between requests, so that neither side's work falls in the other's time.
 //!
 //! Modules: `trace` (the schema and loading), `replay` (one run), `peer` (llama-server as a
 //! process), `http` (the loopback client), `stats` (figures, ratios, targets), `report` (the
@@ -255,11 +256,12 @@ pub fn run(opts: Options) -> Result<Report, String> {
         }),
         peer_kernels: None,
         peer_endpoint: None,
-        replay: "closed-loop: each request waits for its answer (both sides, one after the other) before the \
-                 next event; the recorded gaps are slept when the answers came sooner"
+        replay: "closed-loop: each request waits for its answer before the next event; the recorded gaps are slept \
+                 when the answers came sooner; the peer's side after ghostline's run, the same requests in order, each \
+                 after the pause ghostline had before it (neither side's work in the other's time)"
             .into(),
         clock: "from the key: the didChange of the last key before the request (the request itself when no key came since \
-                the previous one) to the answer, client side; the peer, asked after ghostline answered, is given the same \
+                the previous one) to the answer, client side; the peer, which sees no keys, is given the same \
                 key-to-request time"
             .into(),
         debounce: !opts.no_debounce,

@@ -1,15 +1,19 @@
 //! One run of a trace: a fresh `ghostline lsp` is typed into as the trace says, each completion
-//! request is timed from its key, and (with a peer) llama-server is asked for the same prompt
-//! tokens right after ghostline answered.
+//! request is timed from its key, and (with a peer) llama-server is then asked for the same
+//! prompt tokens, request by request, once ghostline's run is over.
 //!
 //! The clock starts at the key: the `didChange` of the last key before the request (or the
 //! request itself when no key came since the previous one, e.g. the first request after
 //! `didOpen`). With the trace's debounce the request follows its key by the recorded gap (150 ms
 //! in the traces); with `--no-debounce` a request follows every key at once. Both sides carry
 //! the same key-to-request time: ghostline's is measured, and the peer, which sees no
-//! keystrokes, is asked right after ghostline answered, its answer time added to the same
-//! key-to-request time. llama-server does nothing between requests, so asking it later than the
-//! key changes none of its work.
+//! keystrokes, has its answer time added to the same key-to-request time.
+//!
+//! The two sides run one after the other, not request by request in turns: each sees a machine
+//! that only it keeps busy, as a user's editor would. In turns, each side's answer came just
+//! before the other's next request, and ghostline's threads (`model.adaptiveThreads`) counted
+//! the peer's burst as other work and often decoded with one thread. The peer is given the same
+//! pause before each request as ghostline had between its previous answer and that request.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -167,6 +171,9 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
     // When the last key was typed, if no request has followed it yet.
     let mut key_at: Option<Instant> = None;
     let mut requested_once = false;
+    // The peer's requests, asked once ghostline's run is over; when ghostline last answered.
+    let mut peer_jobs: Vec<PeerJob> = Vec::new();
+    let mut last_answered: Option<Instant> = None;
     for event in &trace.events {
         next_at += Duration::from_millis(event.gap_ms);
         let now = Instant::now();
@@ -212,14 +219,16 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
         let last = last.filter(|l| l.version == doc.version && l.position == super::position(doc.cursor()));
         let server: Option<Timings> = last.as_ref().map(|l| l.timings.clone());
         let prompt: Vec<i64> = last.map(|l| l.prompt.into_iter().map(i64::from).collect()).unwrap_or_default();
-        let mut sample = Sample { run, request: samples.len(), keys, key_ms, debounce_ms, request_ms, suggestion, server, peer: None };
+        let sample = Sample { run, request: samples.len(), keys, key_ms, debounce_ms, request_ms, suggestion, server, peer: None };
         // Only a generation is paired with one on the peer: a suggestion-cache hit is counted
         // apart (a client such as llama.vim keeps its own cache of shown suggestions).
-        if let (Some(p), Some(s)) = (&peer, &sample.server) {
+        if let (Some(_), Some(s)) = (&peer, &sample.server) {
             if !prompt.is_empty() && sample.answer() == Answer::Generated {
-                sample.peer = Some(ask_peer(p, &prompt, s.generated_tokens.max(1), &sample.suggestion, debounce_ms)?);
+                let pause = last_answered.map_or(Duration::ZERO, |at| started.saturating_duration_since(at));
+                peer_jobs.push(PeerJob { sample: samples.len(), prompt, n_predict: s.generated_tokens.max(1), pause, debounce_ms });
             }
         }
+        last_answered = Some(answered);
         samples.push(sample);
         keys = 0;
     }
@@ -227,12 +236,20 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
     // With `--remote`, the server's memory is the model's: counted as ghostline's.
     let rss_kb = peak_rss_kb(client.pid()) + remote.as_ref().map_or(0, |r| peak_rss_kb(r.pid()));
     drop(remote);
-    let peer_rss_kb = peer.as_ref().map_or(0, |p| peak_rss_kb(p.pid()));
-    let peer_load_ms = peer.as_ref().map(|p| p.load_ms);
-    drop(peer);
     if let Err(e) = client.shutdown(Duration::from_secs(10)) {
         eprintln!("ghostline bench: the server did not shut down cleanly ({e}); it was killed");
     }
+    // The peer's side: the same requests in the same order, each after the same pause.
+    if let Some(p) = &peer {
+        for job in peer_jobs {
+            std::thread::sleep(job.pause);
+            let sample = &mut samples[job.sample];
+            sample.peer = Some(ask_peer(p, &job.prompt, job.n_predict, &sample.suggestion, job.debounce_ms)?);
+        }
+    }
+    let peer_rss_kb = peer.as_ref().map_or(0, |p| peak_rss_kb(p.pid()));
+    let peer_load_ms = peer.as_ref().map(|p| p.load_ms);
+    drop(peer);
     Ok(RunResult { samples, format: session.format, load_ms: session.load_ms, peer_load_ms, rss_kb, peer_rss_kb, ahead })
 }
 
@@ -245,6 +262,16 @@ pub(super) fn file_root(path: &std::path::Path, file: &str, workspace: &str) -> 
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// A request of ghostline's run to ask the peer: the prompt ghostline decoded, as many tokens as
+/// it generated, after `pause` (ghostline's time from its previous answer to this request).
+struct PeerJob {
+    sample: usize,
+    prompt: Vec<i64>,
+    n_predict: usize,
+    pause: Duration,
+    debounce_ms: f64,
 }
 
 /// The same prompt tokens and generation length as ghostline's request, greedy, with the
