@@ -11,21 +11,13 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 extern "C" {
-    /// llama.cpp's own `llamafile_sgemm`, under the name the linker's `--wrap` gives it.
+    /// llama.cpp's own `llamafile_sgemm`, under the name the linker's `--wrap` gives it; the
+    /// parameters are [`__wrap_llamafile_sgemm`]'s.
+    #[rustfmt::skip]
     fn __real_llamafile_sgemm(
-        params: *const c_void,
-        m: i64,
-        n: i64,
-        k: i64,
-        a: *const c_void,
-        lda: i64,
-        b: *const c_void,
-        ldb: i64,
-        c: *mut c_void,
-        ldc: i64,
-        a_type: c_int,
-        b_type: c_int,
-        c_type: c_int,
+        params: *const c_void, m: i64, n: i64, k: i64,
+        a: *const c_void, lda: i64, b: *const c_void, ldb: i64, c: *mut c_void, ldc: i64,
+        a_type: c_int, b_type: c_int, c_type: c_int,
     ) -> bool;
 }
 
