@@ -312,7 +312,7 @@ fn completion_settings_change_without_reloading_the_model() {
 }
 
 /// An editor that auto-closes brackets and quotes leaves `print("|")`; the test model writes
-/// the closers again (`…".format(name))`, `x) for x in rows]`). The suggestion comes without
+/// the closers again (`…".format(name))`, `row) for row in rows]`). The suggestion comes without
 /// them, and the line it makes parses.
 #[test]
 fn auto_closed_brackets_get_a_suggestion_without_the_closers() {
