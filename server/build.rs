@@ -3,13 +3,14 @@
 //! through `model::sgemm` (the linker's `--wrap`), so that one token takes the same order of
 //! arithmetic as a batch; `cfg(ghostline_sgemm_one_column)` tells the code.
 
-include!("build_sgemm.rs");
+#[path = "build_sgemm.rs"]
+mod build_sgemm;
 
 fn main() {
     println!("cargo:rustc-check-cfg=cfg(ghostline_sgemm_one_column)");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build_sgemm.rs");
-    if let Some(arg) = sgemm_wrap() {
+    if let Some(arg) = build_sgemm::sgemm_wrap() {
         // Only the binaries, tests and benches of this package get the option; a crate that
         // links the library (fuzz/) gives the same option in its own build script.
         println!("cargo:rustc-link-arg={arg}");

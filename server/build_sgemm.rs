@@ -1,4 +1,5 @@
-// Included by `server/build.rs` and `fuzz/build.rs` (a build script of its own in each package).
+//! When ghostline's binaries link with `--wrap=llamafile_sgemm`: the rule shared by
+//! `server/build.rs` and `fuzz/build.rs` (each a build script of its own, with this as a module).
 
 /// The link option that routes llama.cpp's calls of llamafile's `sgemm` through ghostline's
 /// `model::sgemm` (the linker's `--wrap`), where it applies: x86-64 Linux, llama.cpp linked into
@@ -8,7 +9,7 @@
 /// from `GGML_LLAMAFILE`: llama-cpp-sys-2 configures CMake once, so a build folder made with
 /// llamafile off keeps it off whatever the variable says now, and without `llamafile_sgemm` in
 /// the library the wrapped name would not link.
-fn sgemm_wrap() -> Option<&'static str> {
+pub fn sgemm_wrap() -> Option<&'static str> {
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     println!("cargo:rerun-if-env-changed=DEP_LLAMA_GGML_CMAKE_DIR");
     if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ARCH") != "x86_64" {
