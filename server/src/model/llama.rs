@@ -290,6 +290,7 @@ impl Worker<'_> {
     /// KV cache is cleared (its state is unknown), and the thread serves the next job.
     fn serve(&mut self, job: Job) {
         self.choose_threads();
+        let started = std::time::Instant::now();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             crate::fault::point("job");
             match &job {
@@ -307,7 +308,21 @@ impl Worker<'_> {
         if matches!(result, Err(GenerateError::Cancelled)) {
             let (Job::Complete { request: super::GenerateRequest { cancel, .. }, .. } | Job::Chat { request: super::ChatRequest { cancel, .. }, .. }) = &job;
             let done = cancel.progress();
-            tracing::debug!(prefilled = done.prefilled, generated = done.generated, "request cancelled");
+            tracing::debug!(prefilled = done.prefilled, generated = done.generated, ms = started.elapsed().as_millis() as u64, "request cancelled");
+        }
+        if let Ok(g) = &result {
+            let t = &g.timings;
+            tracing::debug!(
+                ms = started.elapsed().as_millis() as u64,
+                prompt = t.prompt_tokens,
+                reused = t.reused_tokens,
+                restored = t.restored_tokens,
+                prefill = t.prefill_tokens,
+                generated = t.generated_tokens,
+                passes = t.decode_passes,
+                threads = t.threads,
+                "job done"
+            );
         }
         job.reply(result);
     }
@@ -388,7 +403,11 @@ struct Worker<'m> {
     /// Generated text by prompt (tokens, stop key and token cap hashed together).
     suggestions: Lru<u64, (String, usize)>,
     batch: LlamaBatch<'static>,
-    n_batch: usize,
+    /// Prompt tokens decoded at once with the batch-invariant kernels: `n_batch`, or on the
+    /// CPU at most [`CPU_PREFILL_STEP`]. A cancellation is seen between batches, so this
+    /// bounds how long a key waits for the job it cancelled; what a batch decoded stays cached
+    /// (the next key's prompt usually begins with it).
+    step: usize,
     /// `model.prefillChunk` (at most `n_batch`): prompt positions are decoded in batches of
     /// this many tokens starting at multiples of it, and only positions decoded that way are
     /// reused, so each position's KV entry comes from the same batch whatever was cached (see
@@ -401,6 +420,13 @@ struct Worker<'m> {
     /// batch-invariant: a drafted batch must compute what one token at a time would).
     draft: Draft,
 }
+
+/// Prompt tokens per decode on the CPU ([`Worker::step`]). A cancelled job holds the model
+/// thread until its batch is done: 512 tokens took 1.7-2.7 s on two cores (a key that moved the
+/// prompt's head, then six more keys waiting), 128 take 0.3-0.5 s. Prefill is as fast
+/// (`llama-bench`, SmolLM2 Q4_1, 2 threads, 512 tokens: 290 tokens/s in ubatches of 128 or
+/// 256, 275 in one of 512).
+const CPU_PREFILL_STEP: usize = 128;
 
 /// Whether the generation loop drafts (`model.draft`).
 enum Draft {
@@ -468,7 +494,7 @@ struct Threads {
 
 impl Threads {
     /// Fewer threads than `model.threads` because of others' load, so the count is worth
-    /// choosing again soon: prompts then go in [`super::threads::REDUCED_BATCH`] batches.
+    /// choosing again soon: prompts then go in batches from [`super::threads::REDUCED_BATCH`] up.
     fn reduced(&self) -> bool {
         self.load.is_some() && self.raw.is_some() && self.now < self.max
     }
@@ -505,6 +531,7 @@ impl<'m> Worker<'m> {
         if raw.is_none() {
             tracing::warn!("cannot reach llama.cpp's context to change its thread count; decoding with {threads} threads always");
         }
+        let on_cpu = super::backend::gpu_layers(config.gpu_layers) == 0;
         let load = if config.adaptive_threads { super::threads::Load::shared() } else { None };
         let align = config
             .prefill_chunk
@@ -524,7 +551,7 @@ impl<'m> Worker<'m> {
             pieces: Vec::new(),
             suggestions: Lru::new(SUGGESTION_CACHE),
             batch: LlamaBatch::new(n_batch as usize, 1),
-            n_batch: n_batch as usize,
+            step: if on_cpu { (n_batch as usize).min(CPU_PREFILL_STEP) } else { n_batch as usize },
             align,
             sampling,
             threads: Threads { max: threads.max(1) as u32, now: threads.max(1) as u32, raw, load, chosen_at: Instant::now() },
@@ -832,13 +859,21 @@ impl<'m> Worker<'m> {
         self.cached.truncate(keep);
         self.cached_prompt = keep;
         self.aligned_upto = self.aligned_upto.min(keep);
-        // Batch-invariant kernels: whole `n_batch` batches, or smaller ones while the threads
-        // are reduced, so that they are chosen again soon (`follow_load`); the result is the
-        // same either way.
+        // Batch-invariant kernels: batches of `step` (see [`Worker::step`]), or smaller ones
+        // while the threads are reduced, so that they are chosen again soon (`follow_load`),
+        // doubling while they stay reduced; the result is the same either way.
+        let mut reduced = super::threads::REDUCED_BATCH;
         while self.cached.len() < prompt.len() {
             let step = match align {
-                0 if self.threads.reduced() => super::threads::REDUCED_BATCH.min(self.n_batch),
-                0 => self.n_batch,
+                0 if self.threads.reduced() => {
+                    let step = reduced.min(self.step);
+                    reduced = (reduced * 2).min(self.step);
+                    step
+                }
+                0 => {
+                    reduced = super::threads::REDUCED_BATCH;
+                    self.step
+                }
                 a => a,
             };
             let from = self.cached.len();

@@ -27,10 +27,14 @@ pub const WINDOW: Duration = Duration::from_millis(1000);
 /// How often a job chooses its threads again (between batches of its prompt, between tokens).
 pub const RECHECK: Duration = Duration::from_millis(50);
 
-/// Prompt batch while a job decodes with fewer threads than it may: on the batch-invariant CPU
-/// kernels a batch costs about its tokens, so 32 tokens lose little against 512 and let the
-/// count be chosen again after ~0.1–0.3 s instead of after the whole prompt.
-pub const REDUCED_BATCH: usize = 32;
+/// First prompt batch while a job decodes with fewer threads than it may, doubled with each
+/// batch the count stays reduced: on the batch-invariant CPU kernels a batch costs about its
+/// tokens, so small batches lose little against 512 and let the count be chosen again soon. A
+/// job that began beside a burst that had just ended (another program's threads running down)
+/// gets its threads back after ~60 ms on one thread (8 tokens; 32 took ~250 ms, measured: a
+/// cold 226-token prompt 1.21× llama-server's time against 1.04× with fixed threads), and one
+/// beside a lasting load reaches whole batches after five.
+pub const REDUCED_BATCH: usize = 8;
 
 /// Share of a core others may use while it still counts as free.
 const FREE_BELOW: f64 = 0.25;
