@@ -369,6 +369,7 @@ pub fn main() -> ExitCode {
             options.model.threads = threads.or(options.model.threads);
             options.completion.max_tokens = max_tokens.or(options.completion.max_tokens);
             let mut config = options.resolve(config::env_model());
+            crate::config::set_log_code(config.log_code);
             crate::model::discover::fill_in(&mut config.model);
             match runtime.block_on(complete(&file, line, character, &config, workspace.as_deref())) {
                 Ok(out) => {
