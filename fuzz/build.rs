@@ -1,6 +1,7 @@
 //! Build script: gives the fuzz target the link option that `server/build.rs` gives ghostline's
-//! own binaries (`--wrap=llamafile_sgemm`, where llama.cpp is built with llamafile on x86-64
-//! Linux): the library's `model::sgemm` calls llama.cpp's kernel under the wrapped name.
+//! own binaries (`--wrap` for llamafile's `sgemm` and flash attention, where llama.cpp is built
+//! with llamafile on x86-64 Linux): the library's `model::sgemm` and `model::flash` call
+//! llama.cpp's kernels under the wrapped names.
 
 #[path = "../server/build_sgemm.rs"]
 mod build_sgemm;

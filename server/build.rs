@@ -1,7 +1,8 @@
 //! Build script: where llama.cpp is built with llamafile's `sgemm` (`GGML_LLAMAFILE`, on in
 //! `.cargo/config.toml`) and linked statically on x86-64 Linux, routes its calls of that kernel
-//! through `model::sgemm` (the linker's `--wrap`), so that one token takes the same order of
-//! arithmetic as a batch; `cfg(ghostline_sgemm_one_column)` tells the code.
+//! through `model::sgemm` and of its CPU flash attention through `model::flash` (the linker's
+//! `--wrap`), so that one token takes the same order of arithmetic as a batch;
+//! `cfg(ghostline_sgemm_one_column)` tells the code.
 
 #[path = "build_sgemm.rs"]
 mod build_sgemm;

@@ -1,8 +1,10 @@
-//! When ghostline's binaries link with `--wrap=llamafile_sgemm`: the rule shared by
-//! `server/build.rs` and `fuzz/build.rs` (each a build script of its own, with this as a module).
+//! When ghostline's binaries link with `--wrap` for llama.cpp's CPU kernels (llamafile's `sgemm`
+//! and flash attention): the rule shared by `server/build.rs` and `fuzz/build.rs` (each a build
+//! script of its own, with this as a module).
 
 /// The link option that routes llama.cpp's calls of llamafile's `sgemm` through ghostline's
-/// `model::sgemm` (the linker's `--wrap`), where it applies: x86-64 Linux, llama.cpp linked into
+/// `model::sgemm` and of its CPU flash attention through `model::flash` (the linker's `--wrap`),
+/// where it applies: x86-64 Linux, llama.cpp linked into
 /// the binary (a `dynamic-link` build loads libggml-cpu.so, whose calls inside it no link option
 /// reaches), and llama.cpp really built with llamafile. The last is read from the CMake cache of
 /// the llama.cpp that is linked (llama-cpp-sys-2 tells its dependents where its build is), not
@@ -23,5 +25,5 @@ pub fn sgemm_wrap() -> Option<&'static str> {
     let cache = std::path::Path::new(&cmake_dir).parent()?.parent()?.join("build").join("CMakeCache.txt");
     println!("cargo:rerun-if-changed={}", cache.display());
     let text = std::fs::read_to_string(&cache).ok()?;
-    text.lines().any(|l| l.trim() == "GGML_LLAMAFILE:BOOL=ON").then_some("-Wl,--wrap=llamafile_sgemm")
+    text.lines().any(|l| l.trim() == "GGML_LLAMAFILE:BOOL=ON").then_some("-Wl,--wrap=llamafile_sgemm,--wrap=ggml_compute_forward_flash_attn_ext")
 }

@@ -118,6 +118,11 @@ impl Recorder {
         if name.starts_with("node_") || name.is_empty() {
             return;
         }
+        // A write into the KV cache is a view of the cache's cells, not a position's result
+        // (the positions' keys and values are the nodes before it).
+        if t.op == sys::GGML_OP_SET_ROWS {
+            return;
+        }
         // A name can come back within a graph (`norm-3` for the attention's and the feed-forward's
         // normalisation): its n-th time is its own node.
         let seen = self.in_graph.entry(name.clone()).or_insert(0);
@@ -290,7 +295,9 @@ pub fn run(options: &Options) -> Result<Report, String> {
     let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let gpu_layers = crate::model::backend::gpu_layers(options.gpu_layers);
     let expected = crate::model::backend::batch_invariance(gpu_layers).err();
-    let flash = options.flash_attention.unwrap_or(expected.is_some());
+    // As completions run: on where the rest is variant, or where the build's own kernel makes it
+    // invariant too (`model::flash`).
+    let flash = options.flash_attention.unwrap_or(expected.is_some() || crate::model::backend::flash_attention_invariant());
     let path = CString::new(options.model.to_string_lossy().as_bytes()).map_err(|_| "the model path holds a NUL byte")?;
     // SAFETY: llama.cpp's loader on a path it copies; the model is freed below.
     let model = unsafe {

@@ -44,9 +44,10 @@ pub fn gpu_layers(configured: Option<u32>) -> u32 {
 /// the README's "Determinism" section. On the CPU it is, with these kernels: every matrix
 /// product through ggml's `vec_dot` (one dot product per output element, the same for one
 /// token or 512) or, for F16 and F32 products (attention), llamafile's tinyBLAS with one column
-/// computed in its order where the build wraps it (`model::sgemm`, x86-64 Linux); no flash
-/// attention (its tiled path for batches and its split-KV path for one token reduce in other
-/// orders: [`Worker`](super::llama) turns it off), no tiled K-quant matrix product
+/// computed in its order where the build wraps it (`model::sgemm`, x86-64 Linux); flash
+/// attention only where the build replaces llama.cpp's kernel (`model::flash`: its tiled path
+/// for batches and its split-KV path for one token reduce in other orders, so elsewhere
+/// [`Worker`](super::llama) turns it off), no tiled K-quant matrix product
 /// (`GGML_CPU_TILED_MM=0`, [`pin_cpu_kernels`]). Build options that break it: llamafile's
 /// `sgemm` where nothing wraps it (batches only), the repacked weights' GEMM/GEMV (`REPACK`, off
 /// in `.cargo/config.toml`). On a GPU it is not (CUDA: MMVQ for ≤ 8 columns, MMQ or cuBLAS
@@ -73,6 +74,16 @@ pub fn batch_invariance(gpu_layers: u32) -> Result<(), String> {
     }
 }
 
+/// Whether flash attention on the CPU is batch-invariant: where the build replaces llama.cpp's
+/// kernel with one order of arithmetic per query (`model::flash`, x86-64 Linux with AVX2, FMA
+/// and F16C), once the backend has started.
+pub fn flash_attention_invariant() -> bool {
+    #[cfg(ghostline_sgemm_one_column)]
+    return super::flash::invariant();
+    #[cfg(not(ghostline_sgemm_one_column))]
+    false
+}
+
 /// Turns off the CPU kernels that llama.cpp chooses by batch size at run time (the tiled
 /// K-quant matrix product, `GGML_CPU_TILED_MM`), unless the environment already says: read once
 /// by llama.cpp at its first matrix product, so this runs before the backend starts.
@@ -84,7 +95,7 @@ pub fn pin_cpu_kernels() {
 }
 
 /// `model.prefillChunk` when not set: 0 (off: a keystroke decodes only what changed, in one
-/// batch, and a cold prompt goes in `n_batch` batches) where [`batch_invariance`] holds;
+/// batch, and a cold prompt goes in batches of up to `n_batch`) where [`batch_invariance`] holds;
 /// elsewhere the aligned prefill's batch, chosen per backend from the measurements in the
 /// README's "Determinism" section. On a GPU each batch costs a launch time whatever its size:
 /// 8 keeps cold prompts as fast as 32 (60 ms at 224 tokens) and re-decodes fewer tokens per

@@ -54,6 +54,7 @@ fn backend() -> Result<&'static LlamaBackend, String> {
             #[cfg(ghostline_sgemm_one_column)]
             if backend.is_ok() {
                 super::sgemm::init(&super::backend::cpu_kernels_of_this_build());
+                super::flash::init();
             }
             backend
         })
@@ -519,9 +520,14 @@ impl<'m> Worker<'m> {
             .with_n_ubatch(n_batch)
             .with_n_threads(threads)
             .with_n_threads_batch(threads)
-            // Flash attention's CPU kernels follow the batch (tiles for many queries, the keys
-            // split across threads for one): off where the rest is batch-invariant.
-            .with_flash_attention_policy(if invariant { llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED } else { llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO });
+            // llama.cpp's flash attention for the CPU follows the batch (tiles for 64 queries or
+            // more, the keys split across threads for one): on where the build replaces it with
+            // one order per query (`model::flash`), else off where the rest is batch-invariant.
+            .with_flash_attention_policy(match (invariant, super::backend::flash_attention_invariant()) {
+                (true, true) => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
+                (true, false) => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
+                (false, _) => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
+            });
         let ctx = model
             .new_context(backend, params)
             .map_err(|e| format!("cannot create a llama.cpp context of {n_ctx} tokens for {}: {e}", path.display()))?;
@@ -896,6 +902,8 @@ impl<'m> Worker<'m> {
                 self.aligned_upto = 0;
                 return Err(PrefillError::Decode(e.to_string()));
             }
+            #[cfg(ghostline_sgemm_one_column)]
+            super::flash::warn_on_fallback();
             self.cached.extend_from_slice(chunk);
             self.cached_prompt = self.cached.len();
             if aligned {

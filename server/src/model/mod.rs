@@ -24,6 +24,8 @@ mod remote;
 pub use remote::lead_grammar;
 mod residency;
 #[cfg(ghostline_sgemm_one_column)]
+mod flash;
+#[cfg(ghostline_sgemm_one_column)]
 mod sgemm;
 pub mod threads;
 
