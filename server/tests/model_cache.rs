@@ -171,14 +171,7 @@ fn cancelling_during_prefill_and_during_decoding_stops_the_work() {
     let config = options.resolve(None);
     let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
     assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
-    // About a thousand tokens of code: every context fixture, one after the other, under a
-    // first line that the KV cache (holding the warm-up's tokens) does not begin with.
-    let mut files: Vec<_> = std::fs::read_dir(fixture("context")).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let text: String = files
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e != "raw" && e != "md"))
-        .fold("# Code to read.\n".to_owned(), |text, p| text + &std::fs::read_to_string(p).unwrap().replace("<CURSOR>", ""));
+    let text = code_to_read();
     const MAX_TOKENS: usize = 64;
     let draft = Draft {
         context: ContextParts { strategy: Strategy::Window, outline: Vec::new(), prefix_start: 0, prefix: text.clone(), suffix: String::new() },
@@ -244,12 +237,7 @@ fn a_cancelled_prefill_stops_within_its_step_and_keeps_it() {
     assert_eq!(config.model.batch_size, 512);
     let handle = ModelHandle::spawn(&config.model, Sampling::from(&config.completion));
     assert!(matches!(rt().block_on(handle.wait_loaded()), ModelStatus::Ready(_)));
-    let mut files: Vec<_> = std::fs::read_dir(fixture("context")).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let text: String = files
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e != "raw" && e != "md"))
-        .fold("# Code to read.\n".to_owned(), |text, p| text + &std::fs::read_to_string(p).unwrap().replace("<CURSOR>", ""));
+    let text = code_to_read();
     let draft = Draft {
         context: ContextParts { strategy: Strategy::Window, outline: Vec::new(), prefix_start: 0, prefix: text, suffix: String::new() },
         max_prompt_tokens: 2048,
@@ -483,4 +471,15 @@ fn the_model_thread_does_not_end_an_argument_hole_blank() {
     let free = generate(1, "");
     assert!(first(&free).is_some_and(|c| !ENDERS.contains(c)), "{free:?}");
     assert_eq!(generate(1, ENDERS), free);
+}
+
+/// About a thousand tokens of code: every context fixture, one after the other, under a first
+/// line that the KV cache (holding the warm-up's tokens) does not begin with.
+fn code_to_read() -> String {
+    let mut files: Vec<_> = std::fs::read_dir(fixture("context")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e != "raw" && e != "md"))
+        .fold("# Code to read.\n".to_owned(), |text, p| text + &std::fs::read_to_string(p).unwrap().replace("<CURSOR>", ""))
 }

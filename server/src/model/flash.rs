@@ -386,17 +386,17 @@ macro_rules! readings {
 readings!(dot8_half, add_weighted_half, u16, load_half);
 readings!(dot8_single, add_weighted_single, f32, load_single);
 
-/// Eight F16 values as F32.
+/// Eight F16 values as F32 (also `model::sgemm`'s).
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-unsafe fn load_half(p: *const u16) -> __m256 {
+pub(super) unsafe fn load_half(p: *const u16) -> __m256 {
     _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
 }
 
-/// Eight F32 values.
+/// Eight F32 values (also `model::sgemm`'s).
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn load_single(p: *const f32) -> __m256 {
+pub(super) unsafe fn load_single(p: *const f32) -> __m256 {
     _mm256_loadu_ps(p)
 }
 
@@ -449,20 +449,8 @@ unsafe fn exp8(x: __m256) -> __m256 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sgemm::tests::values;
     use llama_cpp_sys_2 as sys;
-
-    /// A fixed sequence of values in (-1, 1).
-    fn values(count: usize, seed: u64) -> Vec<f32> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..count)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
 
     /// Attention through ggml's own graph (which calls the wrapper): `n_q` queries at positions
     /// `first..first + n_q` against `n_kv` cells, causal (a query sees the cells up to its

@@ -123,6 +123,7 @@ pub unsafe extern "C" fn __wrap_llamafile_sgemm(
 /// `a[i]·b[i]` for `i ≡ j (mod 8)` with fused multiply-adds in order of `i`, the last partial
 /// group zero-padded, then the lanes added as `((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7))`.
 mod column {
+    use super::super::flash::{load_half as load_f16, load_single as load_f32};
     use std::arch::x86_64::*;
 
     /// Four rows of `A` (the same row may come more than once) against one column of `B`: for
@@ -159,20 +160,6 @@ mod column {
     four_rows!(f16, u16, "avx2,fma,f16c", load_f16);
     four_rows!(f32, f32, "avx2,fma", load_f32);
 
-    /// Eight F16 values as F32.
-    #[inline]
-    #[target_feature(enable = "avx2,f16c")]
-    unsafe fn load_f16(p: *const u16) -> __m256 {
-        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
-    }
-
-    /// Eight F32 values.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn load_f32(p: *const f32) -> __m256 {
-        _mm256_loadu_ps(p)
-    }
-
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn hsum(x: __m256) -> f32 {
@@ -184,7 +171,7 @@ mod column {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use llama_cpp_sys_2 as sys;
 
     /// `A·B` through ggml's own matrix product (which calls the wrapper above) for `A`: `m`
@@ -214,8 +201,9 @@ mod tests {
         }
     }
 
-    /// A fixed sequence of values in (-1, 1), so that sums round differently in another order.
-    fn values(count: usize, seed: u64) -> Vec<f32> {
+    /// A fixed sequence of values in (-1, 1), so that sums round differently in another order
+    /// (also `model::flash`'s tests').
+    pub(in crate::model) fn values(count: usize, seed: u64) -> Vec<f32> {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         (0..count)
             .map(|_| {
