@@ -195,6 +195,18 @@ impl StopRule {
 
     /// The byte length to keep, if `text` must stop. `at_end` treats the last line as complete.
     fn cut(&self, text: &str, at_end: bool) -> Option<usize> {
+        if self.mode == Mode::Unbounded {
+            return None;
+        }
+        let rule = self.rule_cut(text, at_end);
+        match (rule, loop_cut(text)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// [`StopRule::cut`] by the cursor's surroundings alone.
+    fn rule_cut(&self, text: &str, at_end: bool) -> Option<usize> {
         if let Some(what) = self.arguments {
             return argument_end(text, what);
         }
@@ -233,6 +245,45 @@ impl StopRule {
             }
         }
     }
+}
+
+/// Repeats that make a loop: at least this many copies of a block, covering at least
+/// [`LOOP_MIN_BYTES`], of a block of at most [`LOOP_MAX_PERIOD`] bytes.
+const LOOP_MIN_COPIES: usize = 3;
+const LOOP_MIN_BYTES: usize = 32;
+const LOOP_MAX_PERIOD: usize = 80;
+
+/// Where a generation that has fallen into a loop is cut: `text` ends with the same block
+/// (2 to [`LOOP_MAX_PERIOD`] bytes, holding a letter or digit) written [`LOOP_MIN_COPIES`]
+/// times or more over [`LOOP_MIN_BYTES`] bytes or more (`{name: {name: {name: …`,
+/// `, %d total attempts, %d total attempts, …`). What is kept is the lines before the one the
+/// loop starts in: the line itself is the model's lost thread (one copy of `{name: ` would
+/// still be a suggestion, and a wrong one), so a loop on the first line leaves no suggestion.
+/// A few zeros in a row, a `# ----` rule or lines that differ in one name are no loop. A
+/// greedy small model that starts such a loop inside a line never writes the line break that
+/// would end it, and spent the whole token cap on it. The loop must reach the end of `text`:
+/// checked after every token, it stops the generation as soon as the third copy (or the 32nd
+/// byte) is written, and the same text always gives the same cut.
+fn loop_cut(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let mut best: Option<usize> = None;
+    for period in 2..=LOOP_MAX_PERIOD.min(n / LOOP_MIN_COPIES) {
+        // Trailing bytes equal to the byte one period before them.
+        let repeated = (period..n).rev().take_while(|&i| bytes[i] == bytes[i - period]).count();
+        let span = repeated + period;
+        if span < LOOP_MIN_BYTES.max(LOOP_MIN_COPIES * period) {
+            continue;
+        }
+        let block = &text.as_bytes()[n - period..];
+        if !block.iter().any(u8::is_ascii_alphanumeric) {
+            continue;
+        }
+        // Keep the lines before the one the loop starts in.
+        let keep = text[..n - span].rfind('\n').unwrap_or(0);
+        best = Some(best.map_or(keep, |b: usize| b.min(keep)));
+    }
+    best
 }
 
 /// Brackets `text` opened and has not closed yet, outside string literals on one line (a closer
@@ -361,6 +412,35 @@ mod tests {
         let r = rule("def f(x):|\n");
         assert_eq!(r.mode, Mode::MultiLine { indent: 0 });
         assert_eq!(r.finish("\n    return x + 1\n\n\nprint(1)"), "\n    return x + 1");
+    }
+
+    #[test]
+    fn a_loop_stops_the_generation_and_drops_its_line() {
+        let r = rule("        log.info(\"ran %d|\", n)\n");
+        let looping = " jobs, %d total attempts, %d total attempts, %d total attempts";
+        // Two copies are not a loop yet; the third one is, and nothing of its line is kept.
+        assert_eq!(r.check(&looping[..looping.len() - 20]), None);
+        assert_eq!(r.check(looping), Some(0));
+        assert_eq!(r.finish(looping), "");
+        let block = rule("        summary = |\n");
+        let dict = "{name: {name: {name: {name: {name: ";
+        assert_eq!(block.check(&dict[..30]), None, "under 32 bytes");
+        assert_eq!(block.check(dict), Some(0));
+        // Lines written before the loop's line stay; a loop over whole lines is one too.
+        assert_eq!(block.check(&format!("{{}}\n        total = {dict}")), Some(2));
+        assert_eq!(block.finish(&format!("{{}}\n        total = {dict}")), "{}");
+        assert_eq!(block.check("x()\n        x()\n        x()\n        x()\n"), Some(0));
+        let lead = rule("        summary = |\n").with_lead(" ");
+        assert_eq!(lead.check(&format!(" {dict}")), Some(1));
+        // Ordinary code, short repeats, separators and a few zeros are no loop.
+        for text in ["[0, 0, 0, 0, 0, 0, 0, 0", "[0, 0, 0, 0, 0, 0, 0, 0]", "# ----------------------------------------", "a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s", "self.x = x\n        self.y = y\n        self.z = z"] {
+            assert_eq!(block.check(text), None, "{text}");
+        }
+        // Text in other scripts is cut on a char boundary.
+        let wide = format!("z\u{e4}\n{}", "\u{e9}\u{e4}1".repeat(12));
+        assert_eq!(block.check(&wide), Some(3));
+        // `bench --cold-sizes` needs every token: no cut.
+        assert_eq!(StopRule::unbounded().check(dict), None);
     }
 
     #[test]
