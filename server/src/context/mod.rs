@@ -129,10 +129,8 @@ pub const LINE_STEP: usize = 8;
 /// `before`/`after` lines.
 pub fn build(text: &str, cursor: usize, syntax: Option<(&Spec, &Tree)>, before: usize, after: usize) -> ContextParts {
     if let Some((spec, tree)) = syntax {
-        let enclosing = crate::syntax::scope::enclosing_scope(spec, tree, text, cursor)
-            .or_else(|| scope_above_blank_line(spec, tree, text, cursor));
-        if let Some(range) = enclosing {
-            let range = range.start..range.end.max(cursor);
+        if let Some(range) = crate::syntax::scope::enclosing_scope(spec, tree, text, cursor) {
+            let _ = tree;
             return ContextParts {
                 strategy: Strategy::Scope,
                 outline: scope::outline(spec, &scope::tree_without(spec, text, &range), text, &range),
@@ -143,34 +141,6 @@ pub fn build(text: &str, cursor: usize, syntax: Option<(&Spec, &Tree)>, before: 
         }
     }
     line_window(text, cursor, before, after)
-}
-
-/// For indentation languages, a cursor on a blank line that no scope encloses (column 0 below
-/// a function's last line, before the user indents): the scope around the end of the nearest
-/// line above with code, when there is one. The prompt then ends where it will end once the
-/// line is indented — the lead (`engine::lead_start`) leaves the line break and indentation out
-/// either way — so the key that indents re-decodes nothing, where a window of lines would have
-/// been a prompt of its own, decoded cold (1-3 s on two cores). A line above at module level
-/// gives none: the window, as before.
-fn scope_above_blank_line(spec: &Spec, tree: &Tree, text: &str, cursor: usize) -> Option<std::ops::Range<usize>> {
-    if spec.block_end != crate::syntax::BlockEnd::Indent {
-        return None;
-    }
-    let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = text[cursor..].find('\n').map_or(text.len(), |i| cursor + i);
-    if !text[line_start..line_end].trim().is_empty() {
-        return None;
-    }
-    // The end of the nearest line above with code on it.
-    let above = text[..line_start].trim_end();
-    if above.is_empty() {
-        return None;
-    }
-    let above_line = &text[above[..above.len()].rfind('\n').map_or(0, |i| i + 1)..above.len()];
-    if crate::text::indent_width(above_line) == 0 {
-        return None;
-    }
-    crate::syntax::scope::enclosing_scope(spec, tree, text, above.len())
 }
 
 /// A window of at least `before` whole lines above the cursor's line (from a line whose number
@@ -228,37 +198,6 @@ mod tests {
         assert_eq!((p.prefix.as_str(), p.suffix.as_str()), ("abc", ""));
         let p = line_window("héllo\n🦀 x", 11, 0, 3);
         assert_eq!((p.prefix.as_str(), p.suffix.as_str()), ("héllo\n🦀", " x"));
-    }
-
-    /// A blank line at column 0 below a method's last line takes that method's scope, so that
-    /// indenting the line (the next key) keeps the prompt: both prompts end where the method's
-    /// last line does once the lead (line break and indentation) is left out.
-    #[test]
-    fn a_blank_line_below_a_scope_takes_that_scope() {
-        let spec = crate::syntax::by_language_id("python").unwrap();
-        let head = "import os\n\n\nclass Jobs:\n    def run(self):\n        total = 0\n        return total\n";
-        let tail = "\n\ndef main():\n    Jobs().run()\n";
-        let parts = |typed: &str| {
-            let text = format!("{head}{typed}{tail}");
-            let tree = spec.parse(&text);
-            build(&text, head.len() + typed.len(), Some((spec, &tree)), 64, 16)
-        };
-        let (column0, indented) = (parts(""), parts("        "));
-        assert_eq!(column0.strategy, Strategy::Scope);
-        assert_eq!(indented.strategy, Strategy::Scope);
-        assert_eq!(column0.prefix_start, head.find("    def run").unwrap());
-        assert_eq!(column0.prefix_start, indented.prefix_start);
-        let texts = |p: &ContextParts| p.outline.iter().map(|i| (i.text.clone(), i.order)).collect::<Vec<_>>();
-        assert_eq!(texts(&column0), texts(&indented));
-        assert_eq!(format!("{}        ", column0.prefix), indented.prefix);
-        // Below module-level code, and in a language with braces, a window as before.
-        let text = "import os\nx = 1\n\n";
-        let tree = spec.parse(text);
-        assert_eq!(build(text, text.len(), Some((spec, &tree)), 64, 16).strategy, Strategy::Window);
-        let rust = crate::syntax::by_language_id("rust").unwrap();
-        let text = "fn f() {\n    g();\n}\n\n";
-        let tree = rust.parse(text);
-        assert_eq!(build(text, text.len() - 1, Some((rust, &tree)), 64, 16).strategy, Strategy::Window);
     }
 
     /// As the cursor moves down, the window's head moves only every LINE_STEP lines (the
