@@ -267,23 +267,16 @@ const LOOP_MAX_PERIOD: usize = 80;
 fn loop_cut(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
     let n = bytes.len();
-    let mut best: Option<usize> = None;
-    for period in 2..=LOOP_MAX_PERIOD.min(n / LOOP_MIN_COPIES) {
-        // Trailing bytes equal to the byte one period before them.
-        let repeated = (period..n).rev().take_while(|&i| bytes[i] == bytes[i - period]).count();
-        let span = repeated + period;
-        if span < LOOP_MIN_BYTES.max(LOOP_MIN_COPIES * period) {
-            continue;
-        }
-        let block = &text.as_bytes()[n - period..];
-        if !block.iter().any(u8::is_ascii_alphanumeric) {
-            continue;
-        }
-        // Keep the lines before the one the loop starts in.
-        let keep = text[..n - span].rfind('\n').unwrap_or(0);
-        best = Some(best.map_or(keep, |b: usize| b.min(keep)));
-    }
-    best
+    (2..=LOOP_MAX_PERIOD.min(n / LOOP_MIN_COPIES))
+        .filter_map(|period| {
+            // Trailing bytes equal to the byte one period before them.
+            let repeated = (period..n).rev().take_while(|&i| bytes[i] == bytes[i - period]).count();
+            let span = repeated + period;
+            let is_loop = span >= LOOP_MIN_BYTES.max(LOOP_MIN_COPIES * period) && bytes[n - period..].iter().any(u8::is_ascii_alphanumeric);
+            // Keep the lines before the one the loop starts in.
+            is_loop.then(|| bytes[..n - span].iter().rposition(|&b| b == b'\n').unwrap_or(0))
+        })
+        .min()
 }
 
 /// Brackets `text` opened and has not closed yet, outside string literals on one line (a closer
@@ -436,9 +429,11 @@ mod tests {
         for text in ["[0, 0, 0, 0, 0, 0, 0, 0", "[0, 0, 0, 0, 0, 0, 0, 0]", "# ----------------------------------------", "a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s", "self.x = x\n        self.y = y\n        self.z = z"] {
             assert_eq!(block.check(text), None, "{text}");
         }
-        // Text in other scripts is cut on a char boundary.
+        // Text in other scripts is cut on a char boundary, also where the loop's first byte is
+        // the middle of a character (`©` and `é` end in the same byte).
         let wide = format!("z\u{e4}\n{}", "\u{e9}\u{e4}1".repeat(12));
         assert_eq!(block.check(&wide), Some(3));
+        assert_eq!(block.check(&format!("\u{a9}x{}", "\u{e9}x".repeat(12))), Some(0));
         // `bench --cold-sizes` needs every token: no cut.
         assert_eq!(StopRule::unbounded().check(dict), None);
     }
