@@ -5,6 +5,7 @@
 # call continues an interrupted build. TARGETS (default "llama llama-server") narrows it: the soak
 # needs only "llama" (`invariance.sh` "llama llama-quantize"). BUILD (default .device/build) and
 # EXTRA_CMAKE (more -D options, e.g. -DGGML_CUDA_FORCE_CUBLAS=ON) make a second, other build.
+# The sources get scripts/device/batch-invariant.patch first (off unless GGML_CUDA_BATCH_INVARIANT=1).
 #
 # The CPU backend is built without llamafile's sgemm and the repacked weights: both take another
 # code path for a batch than for one token, and in these shared libraries no link option can
@@ -18,6 +19,12 @@ d=.device
 if [ ! -d "$d/src/llama.cpp" ]; then
   mkdir -p "$d/src"
   tar xJf "$d/base/llama-src.tar.xz" -C "$d/src"
+fi
+# ghostline's batch-invariant CUDA kernels, switched on at run time by GGML_CUDA_BATCH_INVARIANT=1
+# (ghostline sets it; llama-server, the peer, runs without it: llama.cpp's own kernels).
+if [ ! -f "$d/src/llama.cpp/.batch-invariant" ]; then
+  patch -d "$d/src/llama.cpp" -p1 --forward < scripts/device/batch-invariant.patch
+  touch "$d/src/llama.cpp/.batch-invariant"
 fi
 build="${BUILD:-$d/build}"
 if [ ! -f "$build/build.ninja" ]; then

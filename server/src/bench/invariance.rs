@@ -297,7 +297,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
     let expected = crate::model::backend::batch_invariance(gpu_layers).err();
     // As completions run: on where the rest is variant, or where the build's own kernel makes it
     // invariant too (`model::flash`).
-    let flash = options.flash_attention.unwrap_or(expected.is_some() || crate::model::backend::flash_attention_invariant());
+    let flash = options.flash_attention.unwrap_or(expected.is_some() || crate::model::backend::flash_attention_invariant(gpu_layers));
     let path = CString::new(options.model.to_string_lossy().as_bytes()).map_err(|_| "the model path holds a NUL byte")?;
     // SAFETY: llama.cpp's loader on a path it copies; the model is freed below.
     let model = unsafe {

@@ -47,6 +47,11 @@ impl LlamaServer {
         };
         let threads = launch.threads.to_string();
         let mut command = Command::new(launch.bin);
+        // The peer runs llama.cpp's own kernels: not those ghostline asked for in its own
+        // environment (a variable the user set stays).
+        for name in crate::model::backend::pinned_here() {
+            command.env_remove(name);
+        }
         command.args(["--host", "127.0.0.1", "--port", &port.to_string(), "-m"]).arg(launch.model);
         command.args(["-t", &threads, "-tb", &threads, "-c", &launch.context.to_string(), "-np", "1"]);
         if let Some(batch) = launch.batch {

@@ -48,14 +48,22 @@ pub fn gpu_layers(configured: Option<u32>) -> u32 {
 /// attention only where the build replaces llama.cpp's kernel (`model::flash`: its tiled path
 /// for batches and its split-KV path for one token reduce in other orders, so elsewhere
 /// [`Worker`](super::llama) turns it off), no tiled K-quant matrix product
-/// (`GGML_CPU_TILED_MM=0`, [`pin_cpu_kernels`]). Build options that break it: llamafile's
+/// (`GGML_CPU_TILED_MM=0`, [`pin_kernels`]). Build options that break it: llamafile's
 /// `sgemm` where nothing wraps it (batches only), the repacked weights' GEMM/GEMV (`REPACK`, off
-/// in `.cargo/config.toml`). On a GPU it is not (CUDA: MMVQ for ≤ 8 columns, MMQ or cuBLAS
-/// above): there completions keep the aligned prefill.
+/// in `.cargo/config.toml`). On a GPU it is only where the libraries carry ghostline's patch
+/// (`scripts/device/batch-invariant.patch`: CUDA reports `BATCH_INVARIANT` once
+/// [`pin_kernels`] asked for it): stock CUDA picks MMVQ for ≤ 8 columns, MMQ or cuBLAS above,
+/// and its attention kernel by query count, so there completions keep the aligned prefill. With
+/// every layer on the GPU (the default) the CPU's kernels play no part.
 pub fn batch_invariance(gpu_layers: u32) -> Result<(), String> {
     if gpu_layers > 0 {
         if let Some(gpu) = gpu_backend() {
-            return Err(format!("layers on the GPU ({gpu}): its matrix kernels are chosen by batch size"));
+            if !gpu_invariant(gpu) {
+                return Err(format!("layers on the GPU ({gpu}): its matrix kernels are chosen by batch size"));
+            }
+            if gpu_layers >= i32::MAX as u32 {
+                return Ok(());
+            }
         }
     }
     let cpu = cpu_kernels();
@@ -74,24 +82,71 @@ pub fn batch_invariance(gpu_layers: u32) -> Result<(), String> {
     }
 }
 
-/// Whether flash attention on the CPU is batch-invariant: where the build replaces llama.cpp's
-/// kernel with one order of arithmetic per query (`model::flash`, x86-64 Linux with AVX2, FMA
-/// and F16C), once the backend has started.
-pub fn flash_attention_invariant() -> bool {
+/// Whether flash attention is batch-invariant with these layers: on the CPU where the build
+/// replaces llama.cpp's kernel with one order of arithmetic per query (`model::flash`, x86-64
+/// Linux with AVX2, FMA and F16C), once the backend has started; on a GPU where its kernels are
+/// ([`gpu_invariant`]: the patched CUDA runs every query through the vector kernel) — and, with
+/// some layers left on the CPU, the CPU's too.
+pub fn flash_attention_invariant(gpu_layers: u32) -> bool {
+    if gpu_layers > 0 {
+        if let Some(gpu) = gpu_backend() {
+            return gpu_invariant(gpu) && (gpu_layers >= i32::MAX as u32 || cpu_flash_invariant());
+        }
+    }
+    cpu_flash_invariant()
+}
+
+fn cpu_flash_invariant() -> bool {
     #[cfg(ghostline_sgemm_one_column)]
     return super::flash::invariant();
     #[cfg(not(ghostline_sgemm_one_column))]
     false
 }
 
-/// Turns off the CPU kernels that llama.cpp chooses by batch size at run time (the tiled
-/// K-quant matrix product, `GGML_CPU_TILED_MM`), unless the environment already says: read once
-/// by llama.cpp at its first matrix product, so this runs before the backend starts.
-pub fn pin_cpu_kernels() {
-    if std::env::var_os("GGML_CPU_TILED_MM").is_none() {
-        // Called once, from the backend's initialisation, before llama.cpp runs anything.
-        std::env::set_var("GGML_CPU_TILED_MM", "0");
+/// Whether the GPU backend `gpu` runs batch-invariant kernels: CUDA libraries built with
+/// `scripts/device/batch-invariant.patch` report `BATCH_INVARIANT` among their features while
+/// `GGML_CUDA_BATCH_INVARIANT` is on (see [`pin_kernels`]).
+pub fn gpu_invariant(gpu: &str) -> bool {
+    static INFO: OnceLock<String> = OnceLock::new();
+    let info = INFO.get_or_init(|| kernels(&system_info()));
+    reports(info, gpu, "BATCH_INVARIANT")
+}
+
+/// Whether [`kernels`]' answer has `feature` on in `backend`'s group.
+fn reports(kernels: &str, backend: &str, feature: &str) -> bool {
+    kernels
+        .split("; ")
+        .filter_map(|g| g.split_once(": "))
+        .any(|(b, on)| b == backend && on.split(' ').any(|f| f == feature))
+}
+
+/// What [`pin_kernels`] sets where the environment does not say: the CPU's tiled K-quant matrix
+/// product off (`GGML_CPU_TILED_MM`, chosen by batch size at run time) and the patched CUDA's
+/// batch-invariant kernels on (`GGML_CUDA_BATCH_INVARIANT`; stock libraries ignore it).
+const PINNED: [(&str, &str); 2] = [("GGML_CPU_TILED_MM", "0"), ("GGML_CUDA_BATCH_INVARIANT", "1")];
+
+/// Asks llama.cpp for the kernels that keep a position's result independent of its batch
+/// ([`PINNED`]), unless the environment already says: read once by llama.cpp (at its first matrix
+/// product, at the CUDA backend's start), so this runs before the backend starts.
+pub fn pin_kernels() {
+    let mut set = Vec::new();
+    for (name, value) in PINNED {
+        if std::env::var_os(name).is_none() {
+            // Called once, from the backend's initialisation, before llama.cpp runs anything.
+            std::env::set_var(name, value);
+            set.push(name);
+        }
     }
+    let _ = PINNED_HERE.set(set);
+}
+
+static PINNED_HERE: OnceLock<Vec<&'static str>> = OnceLock::new();
+
+/// The variables [`pin_kernels`] set in this process (not those the user set): a llama-server
+/// the benchmark starts as its peer must run llama.cpp's own kernels, so they are taken out of
+/// its environment.
+pub fn pinned_here() -> &'static [&'static str] {
+    PINNED_HERE.get().map_or(&[], Vec::as_slice)
 }
 
 /// `model.prefillChunk` when not set: 0 (off: a keystroke decodes only what changed, in one
@@ -222,6 +277,15 @@ mod tests {
         assert_eq!(cpu_of(&kernels(info)), "SSE3 SSSE3 AVX AVX2 F16C FMA BMI2 LLAMAFILE");
         assert_eq!(cpu_of(&kernels("CUDA : ARCHS = 900 | USE_GRAPHS = 1 | CPU : AVX = 1 | AVX2 = 0 | ")), "AVX");
         assert_eq!(cpu_of(&kernels("nothing")), "");
+    }
+
+    #[test]
+    fn a_patched_cuda_says_its_kernels_are_batch_invariant() {
+        let patched = kernels("CUDA : ARCHS = 900 | USE_GRAPHS = 1 | BATCH_INVARIANT = 1 | CPU : AVX = 1 | ");
+        assert!(reports(&patched, "CUDA", "BATCH_INVARIANT"));
+        assert!(!reports(&patched, "CPU", "BATCH_INVARIANT"));
+        let stock = kernels("CUDA : ARCHS = 900 | USE_GRAPHS = 1 | CPU : AVX = 1 | BATCH_INVARIANT = 1 | ");
+        assert!(!reports(&stock, "CUDA", "BATCH_INVARIANT"));
     }
 
     #[test]

@@ -49,7 +49,7 @@ fn backend() -> Result<&'static LlamaBackend, String> {
     BACKEND
         .get_or_init(|| {
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
-            super::backend::pin_cpu_kernels();
+            super::backend::pin_kernels();
             let backend = LlamaBackend::init().map_err(|e| format!("cannot initialise llama.cpp: {e}"));
             #[cfg(ghostline_sgemm_one_column)]
             if backend.is_ok() {
@@ -513,7 +513,8 @@ impl<'m> Worker<'m> {
         let n_ctx = config.context_size.min(model.n_ctx_train().max(256));
         let n_batch = config.batch_size.min(n_ctx);
         let threads = config.threads as i32;
-        let invariant = super::backend::batch_invariance(super::backend::gpu_layers(config.gpu_layers)).is_ok();
+        let layers = super::backend::gpu_layers(config.gpu_layers);
+        let invariant = super::backend::batch_invariance(layers).is_ok();
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_batch)
@@ -522,8 +523,9 @@ impl<'m> Worker<'m> {
             .with_n_threads_batch(threads)
             // llama.cpp's flash attention for the CPU follows the batch (tiles for 64 queries or
             // more, the keys split across threads for one): on where the build replaces it with
-            // one order per query (`model::flash`), else off where the rest is batch-invariant.
-            .with_flash_attention_policy(match (invariant, super::backend::flash_attention_invariant()) {
+            // one order per query (`model::flash`) or the GPU's kernels are the patched ones,
+            // else off where the rest is batch-invariant.
+            .with_flash_attention_policy(match (invariant, super::backend::flash_attention_invariant(layers)) {
                 (true, true) => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
                 (true, false) => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
                 (false, _) => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
