@@ -170,6 +170,25 @@ fn cpu_kernels(checks: &mut Checks, facts: &mut serde_json::Map<String, serde_js
     }
 }
 
+/// How warm answers are kept equal to cold ones with these kernels and layers: batch-invariant
+/// kernels (a key decodes only what changed), or the aligned prefill and why.
+fn determinism(checks: &mut Checks, facts: &mut serde_json::Map<String, serde_json::Value>, gpu_layers: u32, chunk: Option<u32>) {
+    let invariant = backend::batch_invariance(gpu_layers);
+    facts.insert("batch_invariant".into(), json!(invariant.is_ok()));
+    let chunk = chunk.unwrap_or_else(|| backend::default_prefill_chunk(gpu_layers));
+    let detail = match (&invariant, chunk) {
+        (Ok(()), 0) => "batch-invariant kernels: a key decodes only the tokens that changed".to_owned(),
+        (Ok(()), c) => format!("batch-invariant kernels, but model.prefillChunk {c} decodes in aligned batches"),
+        (Err(why), 0) => format!("{why}, and model.prefillChunk 0: a warm answer may differ from a cold one"),
+        (Err(why), c) => format!("{why}: prompts are decoded in aligned batches of {c} (model.prefillChunk), so warm answers equal cold ones"),
+    };
+    if invariant.is_err() && chunk == 0 {
+        checks.warn("determinism", detail, "leave model.prefillChunk unset (the backend's default)");
+    } else {
+        checks.ok("determinism", detail);
+    }
+}
+
 /// Runs every check. Loading the model (unless `no_load`) is the last one.
 pub fn run(opts: &DoctorOptions) -> Report {
     let mut checks = Checks(Vec::new());
@@ -200,6 +219,7 @@ pub fn run(opts: &DoctorOptions) -> Report {
     facts.insert("gpu_layers".into(), json!(backend::describe_layers(gpu_layers)));
     facts.insert("devices".into(), json!(devices));
     cpu_kernels(&mut checks, &mut facts);
+    determinism(&mut checks, &mut facts, gpu_layers, config.model.prefill_chunk);
     let physical = config::default_threads();
     let logical = num_cpus::get() as u32;
     checks.ok("threads", format!("{} (physical cores: {physical}, logical: {logical})", config.model.threads));

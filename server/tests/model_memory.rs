@@ -171,6 +171,9 @@ fn doctor_reports_the_exact_kv_bytes_and_the_plan_for_a_good_setup() {
     check(&report, "load", "ok");
     check(&report, "cloud", "ok");
     check(&report, "offline", "ok");
+    // ghostline's own CPU build runs batch-invariant kernels: no aligned prefill.
+    assert_eq!(facts["batch_invariant"], true, "{report:#}");
+    check(&report, "determinism", "ok");
 
     // The text form says the same, with the formula.
     let out = ghostline(&["doctor", "--model", model.to_str().unwrap(), "--no-load"], &home, &[]);
