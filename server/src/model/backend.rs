@@ -56,14 +56,12 @@ pub fn gpu_layers(configured: Option<u32>) -> u32 {
 /// and its attention kernel by query count, so there completions keep the aligned prefill. With
 /// every layer on the GPU (the default) the CPU's kernels play no part.
 pub fn batch_invariance(gpu_layers: u32) -> Result<(), String> {
-    if gpu_layers > 0 {
-        if let Some(gpu) = gpu_backend() {
-            if !gpu_invariant(gpu) {
-                return Err(format!("layers on the GPU ({gpu}): its matrix kernels are chosen by batch size"));
-            }
-            if gpu_layers >= i32::MAX as u32 {
-                return Ok(());
-            }
+    if let Some((gpu, all)) = gpu_holding(gpu_layers) {
+        if !gpu_invariant(gpu) {
+            return Err(format!("layers on the GPU ({gpu}): its matrix kernels are chosen by batch size"));
+        }
+        if all {
+            return Ok(());
         }
     }
     let cpu = cpu_kernels();
@@ -88,12 +86,16 @@ pub fn batch_invariance(gpu_layers: u32) -> Result<(), String> {
 /// ([`gpu_invariant`]: the patched CUDA runs every query through the vector kernel) — and, with
 /// some layers left on the CPU, the CPU's too.
 pub fn flash_attention_invariant(gpu_layers: u32) -> bool {
-    if gpu_layers > 0 {
-        if let Some(gpu) = gpu_backend() {
-            return gpu_invariant(gpu) && (gpu_layers >= i32::MAX as u32 || cpu_flash_invariant());
-        }
+    match gpu_holding(gpu_layers) {
+        Some((gpu, all)) => gpu_invariant(gpu) && (all || cpu_flash_invariant()),
+        None => cpu_flash_invariant(),
     }
-    cpu_flash_invariant()
+}
+
+/// The GPU backend that holds layers, if any, and whether it holds them all (every layer, the
+/// default: the CPU's kernels then play no part).
+fn gpu_holding(gpu_layers: u32) -> Option<(&'static str, bool)> {
+    gpu_backend().filter(|_| gpu_layers > 0).map(|gpu| (gpu, gpu_layers >= i32::MAX as u32))
 }
 
 fn cpu_flash_invariant() -> bool {
