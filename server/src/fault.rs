@@ -6,8 +6,8 @@
 //! Holds, for tests that must see work in the middle without racing the clock:
 //! `GHOSTLINE_HOLD=point=file,…` stops the thread that reaches a named point until `file`
 //! exists (the test creates it), once per process. Points: `index` (the index build, halfway
-//! through its files), `host-job` (the shared host's model thread, before its first job; the
-//! host inherits the environment of the language server that starts it).
+//! through its files), `host-job` (a window's model thread in the shared host, before the first
+//! job any window runs; the host inherits the environment of the language server that starts it).
 
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};

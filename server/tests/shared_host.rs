@@ -8,6 +8,8 @@
 //!   the next window starts a new host (or finds the one the first window started again after
 //!   its back-off), and the first window rejoins it: its answers come from the host again (the
 //!   host counts two windows) and are still the in-process ones;
+//! - a window's key is answered while another window's job runs (held in the host, as a long
+//!   generation would be): the windows' jobs run at once on the CPU, each on its own context;
 //! - a socket open to others (0666) or owned by another uid is never connected to.
 //!
 //! Other tests' servers run in-process: `stdio_client` sets `GHOSTLINE_SHARED=off`, and only
@@ -284,6 +286,38 @@ fn a_host_killed_mid_request_is_survived_in_process_then_the_window_rejoins_the_
     assert_eq!(logs.matches("model ready").count(), 2, "one load for the first host, one for the new one:\n{logs}");
     assert!(client.shutdown(TIMEOUT).unwrap().success());
     assert!(next.shutdown(TIMEOUT).unwrap().success());
+}
+
+#[test]
+fn a_window_is_answered_while_another_windows_job_runs() {
+    let sandbox = Sandbox::new("at-once");
+    let expected = in_process(&sandbox);
+    // Window B starts the host, which holds B's first job (and only it) until the file exists.
+    let released = sandbox.root.join("released");
+    let hold = format!("host-job={}", released.display());
+    let mut b = sandbox.server(&settings(true), &[("GHOSTLINE_HOLD", &hold)]);
+    let asked = std::thread::spawn(move || {
+        let answers = ask(&mut b, "b", &[0]);
+        (b, answers)
+    });
+    sandbox.wait_for_log("held at `host-job`", TIMEOUT);
+    // Window A's keys are answered by the host meanwhile, as in-process.
+    let mut a = sandbox.server(&settings(true), &[]);
+    let answers = ask(&mut a, "a", &[1, 3]);
+    assert!(!sandbox.host_logs().contains("released at `host-job`"), "B's job was still held:\n{}", sandbox.host_logs());
+    for (i, text, backend, seen) in &answers {
+        assert_eq!(backend.as_deref(), Some("host"), "case {i}: {answers:?}");
+        assert_eq!(text, &expected[*i].0, "case {i}: not the in-process answer");
+        assert_eq!(seen, &expected[*i].1, "case {i}: not the in-process prompt and generation");
+    }
+    std::fs::write(&released, "").unwrap();
+    let (b, held) = asked.join().unwrap();
+    assert_eq!(held[0].2.as_deref(), Some("host"), "{held:?}");
+    assert_eq!(held[0].1, expected[0].0, "the held job's answer is the in-process one");
+    let logs = sandbox.host_logs();
+    assert_eq!(logs.matches("model ready").count(), 1, "{logs}");
+    assert!(a.shutdown(TIMEOUT).unwrap().success());
+    assert!(b.shutdown(TIMEOUT).unwrap().success());
 }
 
 #[test]

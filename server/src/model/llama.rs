@@ -23,6 +23,7 @@ use crate::config::ModelConfig;
 
 mod chat;
 mod complete;
+mod compute;
 mod states;
 mod windows;
 
@@ -215,10 +216,10 @@ impl Loaded {
         (left / contexts.max(1) as u64) as usize
     }
 
-    /// A context (and its worker) for this model.
-    fn worker(&self, path: &std::path::Path, sampling: Sampling, saved_bytes: usize) -> Result<Worker<'_>, String> {
+    /// A context (and its worker) for this model; its decodes run on `compute` if given.
+    fn worker(&self, path: &std::path::Path, sampling: Sampling, saved_bytes: usize, compute: Option<compute::Compute>) -> Result<Worker<'_>, String> {
         tracing::debug!(mib = saved_bytes.min(states::MAX_BYTES) >> 20, "KV states saved in host memory, at most");
-        Worker::new(self.backend, &self.model, path, &self.sized, sampling, saved_bytes)
+        Worker::new(self.backend, &self.model, path, &self.sized, sampling, saved_bytes, compute)
     }
 
     /// What was loaded, for status reports (`n_ctx` and the format from a worker's context).
@@ -253,7 +254,7 @@ fn load_and_serve(
         Err(message) => return Served::Failed(message),
     };
     // Saved KV states live in host memory: what the budget leaves after the model and context.
-    let mut worker = match loaded.worker(path, sampling, loaded.saved_bytes(1)) {
+    let mut worker = match loaded.worker(path, sampling, loaded.saved_bytes(1), None) {
         Ok(w) => w,
         Err(message) => return Served::Failed(message),
     };
@@ -325,6 +326,8 @@ impl Worker<'_> {
                 "job done"
             );
         }
+        // Between jobs this context holds no threads (a job chooses them again first).
+        self.threads.claim.set(0);
         job.reply(result);
     }
 }
@@ -420,6 +423,8 @@ struct Worker<'m> {
     /// Prompt-lookup drafting in the generation loop (only where the kernels are
     /// batch-invariant: a drafted batch must compute what one token at a time would).
     draft: Draft,
+    /// In the shared host, the thread every window's decodes run on; `None`: this thread.
+    compute: Option<compute::Compute>,
 }
 
 /// Prompt tokens per decode on the CPU ([`Worker::step`]). A cancelled job holds the model
@@ -491,6 +496,9 @@ struct Threads {
     load: Option<&'static super::threads::Load>,
     /// When the count was last chosen: a job chooses again every [`super::threads::RECHECK`].
     chosen_at: Instant,
+    /// The threads this context holds during a job, seen by the process's other contexts (the
+    /// shared host runs one per window at once).
+    claim: super::threads::Claim,
 }
 
 impl Threads {
@@ -509,6 +517,7 @@ impl<'m> Worker<'m> {
         config: &ModelConfig,
         sampling: Sampling,
         saved_bytes: usize,
+        compute: Option<compute::Compute>,
     ) -> Result<Self, String> {
         let n_ctx = config.context_size.min(model.n_ctx_train().max(256));
         let n_batch = config.batch_size.min(n_ctx);
@@ -562,13 +571,14 @@ impl<'m> Worker<'m> {
             step: if on_cpu { (n_batch as usize).min(CPU_PREFILL_STEP) } else { n_batch as usize },
             align,
             sampling,
-            threads: Threads { max: threads.max(1) as u32, now: threads.max(1) as u32, raw, load, chosen_at: Instant::now() },
+            threads: Threads { max: threads.max(1) as u32, now: threads.max(1) as u32, raw, load, chosen_at: Instant::now(), claim: Default::default() },
             draft: match config.draft {
                 _ if !invariant || align > 0 => Draft::Never,
                 Some(false) => Draft::Never,
                 Some(true) => Draft::Always,
                 None => Draft::Auto(DraftGate::default()),
             },
+            compute,
         };
         worker.warm_up()?;
         Ok(worker)
@@ -621,7 +631,8 @@ impl<'m> Worker<'m> {
     fn choose_threads(&mut self) {
         let (Some(raw), Some(load)) = (self.threads.raw, self.threads.load) else { return };
         self.threads.chosen_at = Instant::now();
-        let n = load.threads(self.threads.max);
+        let n = load.threads(self.threads.max, &self.threads.claim);
+        self.threads.claim.set(n);
         if n != self.threads.now {
             tracing::debug!(from = self.threads.now, to = n, "threads follow the machine's load");
             // SAFETY: `raw` is this worker's live context (see `raw_context`), used on the
@@ -641,6 +652,17 @@ impl<'m> Worker<'m> {
     fn follow_load(&mut self, invariant: bool) {
         if invariant && self.threads.chosen_at.elapsed() >= super::threads::RECHECK {
             self.choose_threads();
+        }
+    }
+
+    /// Decodes `batch` in the context: here, or in the shared host with more than one thread on
+    /// its compute thread (one OpenMP pool for the process; a decode with one thread starts
+    /// none, so windows decoding with one thread each run side by side on their own threads).
+    fn decode(&mut self) -> Result<(), llama_cpp_2::DecodeError> {
+        let (ctx, batch) = (&mut self.ctx, &mut self.batch);
+        match &self.compute {
+            Some(compute) if self.threads.now > 1 => compute.run(batch.n_tokens().max(0) as usize, move || ctx.decode(batch)),
+            _ => ctx.decode(batch),
         }
     }
 
@@ -756,7 +778,7 @@ impl<'m> Worker<'m> {
                     .map_err(|e| GenerateError::Failed(e.to_string()))?;
             }
             let pass = Instant::now();
-            self.ctx.decode(&mut self.batch).map_err(|e| GenerateError::Failed(e.to_string()))?;
+            self.decode().map_err(|e| GenerateError::Failed(e.to_string()))?;
             self.learn_cost(pass.elapsed().as_secs_f64() * 1e3, drafts.len());
             timings.decode_passes += 1;
             self.cached.push(token);
@@ -897,7 +919,7 @@ impl<'m> Worker<'m> {
                     .add(token, (self.cached.len() + i) as i32, &[0], logits)
                     .map_err(|e| PrefillError::Decode(e.to_string()))?;
             }
-            if let Err(e) = self.ctx.decode(&mut self.batch) {
+            if let Err(e) = self.decode() {
                 // The cache may hold part of this chunk: forget it all rather than guess.
                 self.ctx.clear_kv_cache();
                 self.cached.clear();

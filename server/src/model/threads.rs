@@ -15,8 +15,14 @@
 //! thread away, while a sustained load (a build, a busy loop) is both in the average and running
 //! now. A core counts as free while others use at most a quarter of it. Where `/proc` cannot be
 //! read (not Linux), the configured count is used as it is.
+//!
+//! The shared host decodes several windows' jobs at once, each on a context of its own, in one
+//! process: their threads are this process's time, which the sampler leaves out. So each
+//! decoding context claims the threads it decodes with ([`Claim`]), and a choice counts the
+//! threads the process's other contexts claim as cores in use.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -173,12 +179,45 @@ impl Load {
         Some((others_busy(from, &now).min(f64::from(running_now)), now.cpus))
     }
 
-    /// Threads for the next job: see [`choose`].
-    pub fn threads(&self, max: u32) -> u32 {
+    /// Threads for the next job: see [`choose`]; `claim` is the caller's, and the threads the
+    /// process's other contexts claim count as cores in use.
+    pub fn threads(&self, max: u32, claim: &Claim) -> u32 {
+        let here = f64::from(claim.others());
         match self.others() {
-            Some((others, cpus)) => choose(max, cpus, others),
+            Some((others, cpus)) => choose(max, cpus, others + here),
             None => max,
         }
+    }
+}
+
+/// Threads this process's decoding contexts hold now, summed over their [`Claim`]s.
+static CLAIMED: AtomicU32 = AtomicU32::new(0);
+
+/// The threads one context decodes with while it runs a job (none between jobs): what the
+/// process's other contexts see of it. Dropping it gives them back.
+#[derive(Debug, Default)]
+pub struct Claim(u32);
+
+impl Claim {
+    /// Holds `n` threads from now (0: none, between jobs).
+    pub fn set(&mut self, n: u32) {
+        if n >= self.0 {
+            CLAIMED.fetch_add(n - self.0, Ordering::SeqCst);
+        } else {
+            CLAIMED.fetch_sub(self.0 - n, Ordering::SeqCst);
+        }
+        self.0 = n;
+    }
+
+    /// Threads the process's other contexts hold now.
+    pub fn others(&self) -> u32 {
+        CLAIMED.load(Ordering::SeqCst).saturating_sub(self.0)
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.set(0);
     }
 }
 
@@ -229,7 +268,23 @@ mod tests {
         let Some(load) = Load::shared() else { return assert!(!cfg!(target_os = "linux"), "/proc is readable on Linux") };
         let (others, cpus) = load.others().expect("a reading");
         assert!(cpus >= 1 && others >= 0.0 && others <= cpus as f64 + 0.5, "{others} of {cpus}");
-        let t = load.threads(3);
+        let t = load.threads(3, &Claim::default());
         assert!((1..=3).contains(&t));
+    }
+
+    #[test]
+    fn a_context_sees_the_threads_the_others_claim_not_its_own() {
+        // No other unit test decodes: the claims here are the only ones.
+        let (mut a, mut b) = (Claim::default(), Claim::default());
+        a.set(2);
+        assert_eq!((a.others(), b.others()), (0, 2));
+        b.set(1);
+        assert_eq!((a.others(), b.others()), (1, 2));
+        a.set(1);
+        assert_eq!(b.others(), 1);
+        drop(a);
+        assert_eq!(b.others(), 0, "a dropped claim gives its threads back");
+        b.set(0);
+        assert_eq!(Claim::default().others(), 0);
     }
 }
