@@ -322,7 +322,7 @@ pub fn run(opts: &DoctorOptions) -> Report {
                             facts.insert("shape".into(), json!(s));
                             facts.insert("kv_bytes_per_token".into(), json!(per_token));
                             let budget = memory::budget(config.model.memory_budget_mb);
-                            match memory::plan(&s, gguf.weights_bytes(), budget, config.model.context_size, config.model.batch_size) {
+                            match memory::plan(&s, gguf.weights_bytes(), budget, config.model.context_size, crate::model::backend::micro_batch(config.model.batch_size, crate::model::backend::gpu_layers(config.model.gpu_layers))) {
                                 Err(e) => {
                                     loadable = false;
                                     checks.fail(
@@ -371,6 +371,7 @@ pub fn run(opts: &DoctorOptions) -> Report {
                     format!("loaded in {:.0} ms on {}: context {} tokens, {}", info.load_ms, info.backend, info.n_ctx, info.format),
                 );
                 facts.insert("n_ctx".into(), json!(info.n_ctx));
+                facts.insert("n_ubatch".into(), json!(info.n_ubatch));
                 facts.insert("load_ms".into(), json!(info.load_ms));
             }
             Err(e) => checks.fail("load", e, "check the model file (re-download it) or the backend; see the log above"),

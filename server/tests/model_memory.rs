@@ -166,8 +166,13 @@ fn doctor_reports_the_exact_kv_bytes_and_the_plan_for_a_good_setup() {
     let sum = plan["weights_bytes"].as_u64().unwrap() + plan["kv_bytes"].as_u64().unwrap() + plan["compute_bytes"].as_u64().unwrap();
     assert_eq!(plan["total_bytes"].as_u64().unwrap(), sum);
     assert!(facts["system_memory"]["total_bytes"].as_u64().unwrap() > 0);
-    // The load really happened with the planned context.
+    // The load really happened with the planned context, decoding the micro-batch the plan
+    // sized its compute buffers for: 128 tokens on the CPU (the logits of 512 would take 96 MiB).
     assert_eq!(facts["n_ctx"], 4096);
+    assert_eq!(facts["n_ubatch"], plan["n_ubatch"], "{report:#}");
+    if facts["backend"] == "CPU" {
+        assert_eq!(facts["n_ubatch"], 128, "{report:#}");
+    }
     check(&report, "load", "ok");
     check(&report, "cloud", "ok");
     check(&report, "offline", "ok");
@@ -192,9 +197,10 @@ fn the_budget_chooses_the_context_and_llama_cpp_gets_it() {
     let g = Gguf::open(&model).unwrap();
     let shape = g.shape().unwrap();
     let mut previous = 0;
-    // weights 96,576,768 B + compute buffers ~105 MiB leave 13.7, 58.7 and 77.7 MiB for the
-    // KV cache (and the attention mask): 512, 2304 and 3328 tokens in steps of 256.
-    for (budget_mb, expected) in [(215u64, 512u64), (260, 2304), (280, 3328)] {
+    // weights 96,576,768 B + compute buffers ~29 MiB (a micro-batch of 128 tokens on the CPU)
+    // leave 19.3, 49.0 and 78.7 MiB for the KV cache: 768, 2048 and 3328 tokens in steps of 256.
+    let micro_batch = ghostline::model::backend::micro_batch(512, ghostline::model::backend::gpu_layers(None));
+    for (budget_mb, expected) in [(140u64, 768u64), (170, 2048), (200, 3328)] {
         let (ok, report) = doctor_json(&["--model", model.to_str().unwrap(), "--memory-budget-mb", &budget_mb.to_string()], &home);
         assert!(ok, "{report:#}");
         let plan = &report["facts"]["plan"];
@@ -208,7 +214,7 @@ fn the_budget_chooses_the_context_and_llama_cpp_gets_it() {
         assert_eq!(plan["kv_bytes"].as_u64().unwrap(), n_ctx * per_token);
         // 256 more tokens would not fit.
         let unlimited = (1u64 << 40, memory::BudgetSource::Configured);
-        let bigger = memory::plan(&shape, g.weights_bytes(), unlimited, n_ctx as u32 + 256, 512).unwrap();
+        let bigger = memory::plan(&shape, g.weights_bytes(), unlimited, n_ctx as u32 + 256, micro_batch).unwrap();
         assert!(bigger.total_bytes > budget_mb << 20);
         assert_eq!(report["facts"]["n_ctx"].as_u64().unwrap(), n_ctx, "llama.cpp's context is the planned one");
     }
@@ -375,7 +381,7 @@ fn the_server_discovers_a_model_and_completes_with_a_budget_chosen_context() {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut client = StdioClient::spawn(&binary(), &["lsp"], &env, Stdio::inherit()).unwrap();
     // No model.path: discovery; a budget that leaves room for a 512-token context only.
-    initialize(&mut client, json!({"window": {"workDoneProgress": true}}), json!({"model": {"memoryBudgetMb": 215}}));
+    initialize(&mut client, json!({"window": {"workDoneProgress": true}}), json!({"model": {"memoryBudgetMb": 135}}));
     wait_ready(&mut client);
     let why = client
         .wait_notification("window/showMessage", TIMEOUT, |p| p["message"].as_str().is_some_and(|m| m.contains("no model configured; using")))

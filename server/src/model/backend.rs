@@ -39,6 +39,26 @@ pub fn gpu_layers(configured: Option<u32>) -> u32 {
     configured.unwrap_or(if gpu_backend().is_some() { i32::MAX as u32 } else { 0 })
 }
 
+/// Prompt tokens a context decodes at once on the CPU (`n_ubatch`, and the model thread's
+/// prompt batches). A cancelled job holds the model thread until its batch is done: 512 tokens
+/// took 1.7-2.7 s on two cores (a key that moved the prompt's head, then six more keys
+/// waiting), 128 take 0.3-0.5 s. Prefill is as fast (`llama-bench`, SmolLM2 Q4_1, 2 threads,
+/// 512 tokens: 290 tokens/s in ubatches of 128 or 256, 275 in one of 512). And llama.cpp sizes
+/// a context's compute buffers for its micro-batch, mostly its logits (n_ubatch × n_vocab f32:
+/// 96 MiB at 512 for a 49k vocabulary, 24 MiB at 128).
+pub const CPU_MICRO_BATCH: u32 = 128;
+
+/// A context's micro-batch (`n_ubatch`) for `model.batchSize`: all of it where layers are on a
+/// GPU, at most [`CPU_MICRO_BATCH`] on the CPU. On the batch-invariant kernels a position's
+/// result does not depend on it.
+pub fn micro_batch(batch_size: u32, gpu_layers: u32) -> u32 {
+    if gpu_layers > 0 {
+        batch_size
+    } else {
+        batch_size.min(CPU_MICRO_BATCH)
+    }
+}
+
 /// Whether a prompt position's result is the same whatever batch it is decoded in, on this
 /// build and with these layers — measured by `ghostline bench --batch-invariance`, explained in
 /// the README's "Determinism" section. On the CPU it is, with these kernels: every matrix

@@ -229,6 +229,7 @@ impl Loaded {
             format: worker.format.to_string(),
             n_ctx: worker.ctx.n_ctx(),
             n_ctx_train: self.model.n_ctx_train(),
+            n_ubatch: worker.ctx.n_ubatch(),
             threads: config.threads,
             load_ms: self.started.elapsed().as_secs_f64() * 1e3,
             backend: super::backend::name().into(),
@@ -369,7 +370,8 @@ fn plan_memory(path: &std::path::Path, config: &ModelConfig) -> Result<Option<su
         }
     };
     let budget = super::memory::budget(config.memory_budget_mb);
-    let plan = super::memory::plan(&shape, weights, budget, config.context_size, config.batch_size)
+    let n_ubatch = super::backend::micro_batch(config.batch_size, super::backend::gpu_layers(config.gpu_layers));
+    let plan = super::memory::plan(&shape, weights, budget, config.context_size, n_ubatch)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     tracing::info!("memory: {}", plan.describe());
     Ok(Some(plan))
@@ -407,8 +409,8 @@ struct Worker<'m> {
     /// Generated text by prompt (tokens, stop key and token cap hashed together).
     suggestions: Lru<u64, (String, usize)>,
     batch: LlamaBatch<'static>,
-    /// Prompt tokens decoded at once with the batch-invariant kernels: `n_batch`, or on the
-    /// CPU at most [`CPU_PREFILL_STEP`]. A cancellation is seen between batches, so this
+    /// Prompt tokens decoded at once with the batch-invariant kernels: the context's micro-batch
+    /// ([`super::backend::micro_batch`]). A cancellation is seen between batches, so this
     /// bounds how long a key waits for the job it cancelled; what a batch decoded stays cached
     /// (the next key's prompt usually begins with it).
     step: usize,
@@ -426,13 +428,6 @@ struct Worker<'m> {
     /// In the shared host, the thread every window's decodes run on; `None`: this thread.
     compute: Option<compute::Compute>,
 }
-
-/// Prompt tokens per decode on the CPU ([`Worker::step`]). A cancelled job holds the model
-/// thread until its batch is done: 512 tokens took 1.7-2.7 s on two cores (a key that moved the
-/// prompt's head, then six more keys waiting), 128 take 0.3-0.5 s. Prefill is as fast
-/// (`llama-bench`, SmolLM2 Q4_1, 2 threads, 512 tokens: 290 tokens/s in ubatches of 128 or
-/// 256, 275 in one of 512).
-const CPU_PREFILL_STEP: usize = 128;
 
 /// Whether the generation loop drafts (`model.draft`).
 enum Draft {
@@ -523,11 +518,12 @@ impl<'m> Worker<'m> {
         let n_batch = config.batch_size.min(n_ctx);
         let threads = config.threads as i32;
         let layers = super::backend::gpu_layers(config.gpu_layers);
+        let n_ubatch = super::backend::micro_batch(n_batch, layers);
         let invariant = super::backend::batch_invariance(layers).is_ok();
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_batch)
-            .with_n_ubatch(n_batch)
+            .with_n_ubatch(n_ubatch)
             .with_n_threads(threads)
             .with_n_threads_batch(threads)
             // llama.cpp's flash attention for the CPU follows the batch (tiles for 64 queries or
@@ -548,7 +544,6 @@ impl<'m> Worker<'m> {
         if raw.is_none() {
             tracing::warn!("cannot reach llama.cpp's context to change its thread count; decoding with {threads} threads always");
         }
-        let on_cpu = super::backend::gpu_layers(config.gpu_layers) == 0;
         let load = if config.adaptive_threads { super::threads::Load::shared() } else { None };
         let align = config
             .prefill_chunk
@@ -568,7 +563,7 @@ impl<'m> Worker<'m> {
             pieces: Vec::new(),
             suggestions: Lru::new(SUGGESTION_CACHE),
             batch: LlamaBatch::new(n_batch as usize, 1),
-            step: if on_cpu { (n_batch as usize).min(CPU_PREFILL_STEP) } else { n_batch as usize },
+            step: n_ubatch as usize,
             align,
             sampling,
             threads: Threads { max: threads.max(1) as u32, now: threads.max(1) as u32, raw, load, chosen_at: Instant::now(), claim: Default::default() },

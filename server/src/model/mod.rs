@@ -112,6 +112,9 @@ pub struct ModelInfo {
     pub format: String,
     pub n_ctx: u32,
     pub n_ctx_train: u32,
+    /// Tokens the context decodes at once (llama.cpp's `n_ubatch`; 0 for an endpoint).
+    #[serde(default)]
+    pub n_ubatch: u32,
     pub threads: u32,
     pub load_ms: f64,
     /// llama.cpp backend: "CPU", "Metal", "CUDA", "Vulkan".

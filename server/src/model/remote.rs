@@ -109,6 +109,7 @@ pub(super) fn run(config: ModelConfig, sampling: Sampling, status: watch::Sender
         format,
         n_ctx: config.context_size,
         n_ctx_train,
+        n_ubatch: 0,
         threads: 0,
         load_ms: started.elapsed().as_secs_f64() * 1e3,
         backend: format!("endpoint {} ({})", remote.endpoint.url, api_name(remote.endpoint.api)),

@@ -83,7 +83,7 @@ fn report(p: &Pulled, opts: &PullOptions, context_size: u32) {
         Err(e) => eprintln!("warning: {} is not a usable GGUF model: {e}", p.path.display()),
         Ok(g) => {
             let format = g.fim_format();
-            let plan = g.shape().and_then(|s| memory::plan(&s, g.weights_bytes(), memory::budget(opts.memory_budget_mb), context_size, 512));
+            let plan = g.shape().and_then(|s| memory::plan(&s, g.weights_bytes(), memory::budget(opts.memory_budget_mb), context_size, crate::model::backend::micro_batch(512, crate::model::backend::gpu_layers(None))));
             match plan {
                 Ok(plan) => eprintln!("{}; {}", format, plan.describe()),
                 Err(e) => eprintln!("{format}; warning: {e}"),

@@ -59,7 +59,8 @@ fn arithmetic(k: &Known, p: &Plan) -> String {
     )
 }
 
-/// Picks the model for a budget, a context size, a batch size and a GPU backend (`None`: CPU).
+/// Picks the model for a budget, a context size, a micro-batch (`backend::micro_batch`) and a GPU
+/// backend (`None`: CPU).
 pub fn recommend(budget: (u64, BudgetSource), context_size: u32, batch_size: u32, gpu: Option<&str>) -> Recommendation {
     let allowed: Vec<&Known> = KNOWN.iter().filter(|k| gpu.is_some() || k.params_b <= CPU_MAX_PARAMS_B).collect();
     let plans: Vec<(&Known, Result<Plan, String>)> =
@@ -198,7 +199,9 @@ pub fn run(settings: Option<&std::path::Path>, memory_budget_mb: Option<u64>, co
     }
     options.model.context_size = context_size.or(options.model.context_size);
     let model = options.resolve(None).model;
-    let r = recommend(memory::budget(model.memory_budget_mb), model.context_size, model.batch_size, crate::model::backend::gpu_backend());
+    let gpu = crate::model::backend::gpu_backend();
+    let n_ubatch = crate::model::backend::micro_batch(model.batch_size, crate::model::backend::gpu_layers(model.gpu_layers));
+    let r = recommend(memory::budget(model.memory_budget_mb), model.context_size, n_ubatch, gpu);
     if json {
         println!("{}", serde_json::to_string_pretty(&r).expect("serializable recommendation"));
     } else {
