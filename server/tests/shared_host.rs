@@ -228,21 +228,29 @@ fn doctor(sandbox: &Sandbox) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("doctor's JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// A window whose host (started by it) holds its first job until the returned file exists; the
+/// window asks case 0 on a thread of its own, which gives the client and its answers back.
+/// Returns once the host's log says the job is held.
+fn held_request(sandbox: &Sandbox) -> (PathBuf, std::thread::JoinHandle<(StdioClient, Vec<Answer>)>) {
+    let released = sandbox.root.join("released");
+    let hold = format!("host-job={}", released.display());
+    let mut client = sandbox.server(&settings(true), &[("GHOSTLINE_HOLD", &hold)]);
+    let asked = std::thread::spawn(move || {
+        let answers = ask(&mut client, "w", &[0]);
+        (client, answers)
+    });
+    sandbox.wait_for_log("held at `host-job`", TIMEOUT);
+    (released, asked)
+}
+
 #[test]
 fn a_host_killed_mid_request_is_survived_in_process_then_the_window_rejoins_the_next_host() {
     let sandbox = Sandbox::new("killed");
     let expected = in_process(&sandbox);
     // The host holds its first job until a file that appears only once it has been killed there
     // (a host this window starts later inherits the hold, and passes it).
-    let released = sandbox.root.join("released");
-    let hold = format!("host-job={}", released.display());
-    let mut client = sandbox.server(&settings(true), &[("GHOSTLINE_HOLD", &hold)]);
+    let (released, asked) = held_request(&sandbox);
     let pid = sandbox.host_pid();
-    let asked = std::thread::spawn(move || {
-        let answers = ask(&mut client, "w", &[0]);
-        (client, answers)
-    });
-    sandbox.wait_for_log("held at `host-job`", TIMEOUT);
     unsafe { libc::kill(pid, libc::SIGKILL) };
     std::fs::write(&released, "").unwrap();
     let (mut client, answers) = asked.join().unwrap();
@@ -293,14 +301,7 @@ fn a_window_is_answered_while_another_windows_job_runs() {
     let sandbox = Sandbox::new("at-once");
     let expected = in_process(&sandbox);
     // Window B starts the host, which holds B's first job (and only it) until the file exists.
-    let released = sandbox.root.join("released");
-    let hold = format!("host-job={}", released.display());
-    let mut b = sandbox.server(&settings(true), &[("GHOSTLINE_HOLD", &hold)]);
-    let asked = std::thread::spawn(move || {
-        let answers = ask(&mut b, "b", &[0]);
-        (b, answers)
-    });
-    sandbox.wait_for_log("held at `host-job`", TIMEOUT);
+    let (released, asked) = held_request(&sandbox);
     // Window A's keys are answered by the host meanwhile, as in-process.
     let mut a = sandbox.server(&settings(true), &[]);
     let answers = ask(&mut a, "a", &[1, 3]);
