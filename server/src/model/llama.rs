@@ -425,8 +425,11 @@ struct Worker<'m> {
     /// Prompt-lookup drafting in the generation loop (only where the kernels are
     /// batch-invariant: a drafted batch must compute what one token at a time would).
     draft: Draft,
-    /// In the shared host, the thread every window's decodes run on; `None`: this thread.
+    /// In the shared host, the thread that runs this context's decodes with more than one
+    /// thread, and on a GPU all of them; `None`: this thread runs them all.
     compute: Option<compute::Compute>,
+    /// Layers on a GPU: its decodes never run beside another context's.
+    on_gpu: bool,
 }
 
 /// Whether the generation loop drafts (`model.draft`).
@@ -574,6 +577,7 @@ impl<'m> Worker<'m> {
                 None => Draft::Auto(DraftGate::default()),
             },
             compute,
+            on_gpu: layers > 0,
         };
         worker.warm_up()?;
         Ok(worker)
@@ -650,13 +654,15 @@ impl<'m> Worker<'m> {
         }
     }
 
-    /// Decodes `batch` in the context: here, or in the shared host with more than one thread on
-    /// its compute thread (one OpenMP pool for the process; a decode with one thread starts
-    /// none, so windows decoding with one thread each run side by side on their own threads).
+    /// Decodes `batch` in the context: here, or in the shared host on its compute thread with
+    /// more than one thread (one OpenMP pool for the process; a decode with one thread starts
+    /// none, so windows decoding with one thread each run side by side on their own threads)
+    /// and on a GPU (one device is not asked to decode two contexts from two threads at once:
+    /// not measured, so not done).
     fn decode(&mut self) -> Result<(), llama_cpp_2::DecodeError> {
         let (ctx, batch) = (&mut self.ctx, &mut self.batch);
         match &self.compute {
-            Some(compute) if self.threads.now > 1 => compute.run(batch.n_tokens().max(0) as usize, move || ctx.decode(batch)),
+            Some(compute) if self.threads.now > 1 || self.on_gpu => compute.run(batch.n_tokens().max(0) as usize, move || ctx.decode(batch)),
             _ => ctx.decode(batch),
         }
     }

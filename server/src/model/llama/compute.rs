@@ -6,7 +6,9 @@
 //! than the machine has CPUs, libgomp stops spinning at its barriers (hundreds per token) and
 //! puts waiting threads to sleep: with a context per window each decoding on its own thread, a
 //! token took ~28 ms on two cores where it takes ~11 (measured, README "One model for every
-//! window"). Decodes shipped to one thread keep one pool.
+//! window"). Decodes shipped to one thread keep one pool. (A decode with one thread starts no
+//! pool: the window's own thread runs it, beside the others. Where layers are on a GPU every
+//! decode comes here.)
 //!
 //! Which decode goes next: the smallest waiting (a generated token before a prompt batch of up
 //! to 128 tokens), the oldest among equals, so the windows' jobs interleave and a key in one
