@@ -322,7 +322,7 @@ pub fn run(opts: &DoctorOptions) -> Report {
                             facts.insert("shape".into(), json!(s));
                             facts.insert("kv_bytes_per_token".into(), json!(per_token));
                             let budget = memory::budget(config.model.memory_budget_mb);
-                            match memory::plan(&s, gguf.weights_bytes(), budget, config.model.context_size, crate::model::backend::micro_batch(config.model.batch_size, crate::model::backend::gpu_layers(config.model.gpu_layers))) {
+                            match memory::plan(&s, gguf.weights_bytes(), budget, config.model.context_size, crate::model::backend::micro_batch_of(&config.model)) {
                                 Err(e) => {
                                     loadable = false;
                                     checks.fail(

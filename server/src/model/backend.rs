@@ -59,6 +59,12 @@ pub fn micro_batch(batch_size: u32, gpu_layers: u32) -> u32 {
     }
 }
 
+/// [`micro_batch`] for a model's settings (`model.batchSize`, `model.gpuLayers`): what the memory
+/// plans size compute buffers for.
+pub fn micro_batch_of(config: &crate::config::ModelConfig) -> u32 {
+    micro_batch(config.batch_size, gpu_layers(config.gpu_layers))
+}
+
 /// Whether a prompt position's result is the same whatever batch it is decoded in, on this
 /// build and with these layers — measured by `ghostline bench --batch-invariance`, explained in
 /// the README's "Determinism" section. On the CPU it is, with these kernels: every matrix

@@ -281,7 +281,7 @@ fn examine(found: Found, config: &ModelConfig, budget: (u64, memory::BudgetSourc
     if c.coder {
         c.reasons.push("\"coder\" in its name".into());
     }
-    match gguf.shape().and_then(|s| memory::plan(&s, gguf.weights_bytes(), budget, config.context_size, super::backend::micro_batch(config.batch_size, super::backend::gpu_layers(config.gpu_layers)))) {
+    match gguf.shape().and_then(|s| memory::plan(&s, gguf.weights_bytes(), budget, config.context_size, super::backend::micro_batch_of(config))) {
         Ok(plan) => {
             c.fits = true;
             c.n_ctx = Some(plan.n_ctx);

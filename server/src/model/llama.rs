@@ -370,8 +370,7 @@ fn plan_memory(path: &std::path::Path, config: &ModelConfig) -> Result<Option<su
         }
     };
     let budget = super::memory::budget(config.memory_budget_mb);
-    let n_ubatch = super::backend::micro_batch(config.batch_size, super::backend::gpu_layers(config.gpu_layers));
-    let plan = super::memory::plan(&shape, weights, budget, config.context_size, n_ubatch)
+    let plan = super::memory::plan(&shape, weights, budget, config.context_size, super::backend::micro_batch_of(config))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     tracing::info!("memory: {}", plan.describe());
     Ok(Some(plan))

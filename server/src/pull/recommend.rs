@@ -200,7 +200,7 @@ pub fn run(settings: Option<&std::path::Path>, memory_budget_mb: Option<u64>, co
     options.model.context_size = context_size.or(options.model.context_size);
     let model = options.resolve(None).model;
     let gpu = crate::model::backend::gpu_backend();
-    let n_ubatch = crate::model::backend::micro_batch(model.batch_size, crate::model::backend::gpu_layers(model.gpu_layers));
+    let n_ubatch = crate::model::backend::micro_batch_of(&model);
     let r = recommend(memory::budget(model.memory_budget_mb), model.context_size, n_ubatch, gpu);
     if json {
         println!("{}", serde_json::to_string_pretty(&r).expect("serializable recommendation"));

@@ -1,5 +1,5 @@
-//! The shared host's compute thread: every window's decodes (`llama_decode`) run on it, one at a
-//! time, while each window's thread does the rest of its job.
+//! The shared host's compute thread: the windows' decodes (`llama_decode`) with more than one
+//! thread run on it, one at a time, while each window's thread does the rest of its job.
 //!
 //! Why one thread: llama.cpp is built with OpenMP here, and each thread that starts a parallel
 //! decode gets a pool of OpenMP threads of its own. Once the process holds more OpenMP threads
@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 /// Decodes of at most this many tokens are small: a generated token and its drafts, a few typed
@@ -41,19 +41,21 @@ struct Call {
 pub struct Compute {
     calls: mpsc::Sender<Call>,
     caller: u64,
-    callers: Arc<AtomicU64>,
 }
+
+/// Callers' ids, unique in the process.
+static CALLERS: AtomicU64 = AtomicU64::new(0);
 
 impl Compute {
     pub fn start() -> Result<Compute, String> {
         let (calls, queue) = mpsc::channel::<Call>();
         std::thread::Builder::new().name("ghostline-compute".into()).spawn(move || serve(&queue)).map_err(|e| format!("cannot start the compute thread: {e}"))?;
-        Ok(Compute { calls, caller: 0, callers: Arc::new(AtomicU64::new(1)) })
+        Ok(Compute { calls, caller: CALLERS.fetch_add(1, Ordering::Relaxed) })
     }
 
     /// Another caller's handle on the same thread.
     pub fn handle(&self) -> Compute {
-        Compute { calls: self.calls.clone(), caller: self.callers.fetch_add(1, Ordering::SeqCst), callers: Arc::clone(&self.callers) }
+        Compute { calls: self.calls.clone(), caller: CALLERS.fetch_add(1, Ordering::Relaxed) }
     }
 
     /// Runs `f`, a decode of `tokens` tokens, on the compute thread and returns what it returns
@@ -138,11 +140,11 @@ mod tests {
     fn a_generation_goes_before_prompt_batches_and_keeps_its_turn() {
         let compute = Compute::start().unwrap();
         let (big, small) = (compute.handle(), compute.handle());
-        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         // The compute thread is held by a first call while a prompt batch and a token queue.
         let (hold, held) = mpsc::channel::<()>();
         let log = |what: &'static str| {
-            let order = Arc::clone(&order);
+            let order = std::sync::Arc::clone(&order);
             move || order.lock().unwrap().push(what)
         };
         std::thread::scope(|s| {
