@@ -9,7 +9,7 @@ didChange, completions as inlineCompletion requests, timed from request to answe
 present, replays fixtures/traces/scheduler.json over and over until A is done. Default settings
 otherwise (generation ahead and typed-ahead on, as an editor has them). Prints A's p50, p90,
 p95 and mean (most keys are answered from a generation ahead in a millisecond: the tail is where
-a window waits for the model).
+a window waits for the model), and last how many of A's answers are the same text in every run.
 """
 import json, os, signal, subprocess, sys, tempfile, threading, time
 
@@ -79,7 +79,7 @@ def replay(server, name, uri, stop=None):
     text = source.replace(trace["cursor_marker"], "", 1)
     version = 1
     server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": trace["language_id"], "version": 1, "text": text}})
-    latencies = []
+    latencies, texts = [], []
     for e in trace["events"]:
         if stop and stop.is_set():
             break
@@ -98,10 +98,13 @@ def replay(server, name, uri, stop=None):
             server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]})
         if e.get("complete"):
             t = time.perf_counter()
-            server.request("textDocument/inlineCompletion", {"textDocument": {"uri": uri}, "position": pos(text, at), "context": {"triggerKind": 2}})
+            answer = server.request("textDocument/inlineCompletion", {"textDocument": {"uri": uri}, "position": pos(text, at), "context": {"triggerKind": 2}})
             latencies.append((time.perf_counter() - t) * 1000)
+            result = answer.get("result")
+            items = result.get("items", []) if isinstance(result, dict) else (result or [])
+            texts.append(items[0].get("insertText") if items else None)
     server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-    return latencies
+    return latencies, texts
 
 
 def run(shared, other):
@@ -122,7 +125,7 @@ def run(shared, other):
                 replay(b, "scheduler", f"file:///b/scheduler{n}.py", done)
         typist = threading.Thread(target=loop)
         typist.start()
-    latencies = replay(a, "inventory", "file:///a/inventory.py")
+    latencies, texts = replay(a, "inventory", "file:///a/inventory.py")
     done.set()
     if typist:
         typist.join()
@@ -136,11 +139,15 @@ def run(shared, other):
             pass
     latencies.sort()
     at = lambda q: latencies[min(int(len(latencies) * q), len(latencies) - 1)]
-    return at(0.5), at(0.9), at(0.95), sum(latencies) / len(latencies), len(latencies)
+    return at(0.5), at(0.9), at(0.95), sum(latencies) / len(latencies), len(latencies), texts
 
 
+runs = []
 for shared in (False, True):
     for other in (False, True):
-        p50, p90, p95, mean, n = run(shared, other)
+        p50, p90, p95, mean, n, texts = run(shared, other)
+        runs.append(texts)
         mode = "shared    " if shared else "in-process"
-        print(f"{mode} {'while another window types' if other else 'alone                    '}: p50 {p50:6.1f} ms, p90 {p90:6.1f} ms, p95 {p95:6.1f} ms, mean {mean:6.1f} ms ({n} requests)")
+        print(f"{mode} {'while another window types' if other else 'alone                    '}: p50 {p50:6.1f} ms, p90 {p90:6.1f} ms, p95 {p95:6.1f} ms, mean {mean:6.1f} ms ({n} requests)", flush=True)
+same = sum(1 for answers in zip(*runs) if len(set(answers)) == 1)
+print(f"A's answers: {same} of {len(runs[0])} the same text in all {len(runs)} runs")
