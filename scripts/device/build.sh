@@ -5,7 +5,8 @@
 # call continues an interrupted build. TARGETS (default "llama llama-server") narrows it: the soak
 # needs only "llama" (`invariance.sh` "llama llama-quantize"). BUILD (default .device/build) and
 # EXTRA_CMAKE (more -D options, e.g. -DGGML_CUDA_FORCE_CUBLAS=ON) make a second, other build.
-# The sources get scripts/device/batch-invariant.patch first (off unless GGML_CUDA_BATCH_INVARIANT=1).
+# The CUDA backend builds from a copy patched with server/cuda/batch-invariant.patch (off unless
+# GGML_CUDA_BATCH_INVARIANT=1), by server/cuda/batch-invariant.cmake: the cargo `cuda` build's way.
 #
 # The CPU backend is built without llamafile's sgemm and the repacked weights: both take another
 # code path for a batch than for one token, and in these shared libraries no link option can
@@ -20,14 +21,11 @@ if [ ! -d "$d/src/llama.cpp" ]; then
   mkdir -p "$d/src"
   tar xJf "$d/base/llama-src.tar.xz" -C "$d/src"
 fi
-# ghostline's batch-invariant CUDA kernels, switched on at run time by GGML_CUDA_BATCH_INVARIANT=1
-# (ghostline sets it; llama-server, the peer, runs without it: llama.cpp's own kernels).
-if [ ! -f "$d/src/llama.cpp/.batch-invariant" ]; then
-  patch -d "$d/src/llama.cpp" -p1 --forward < scripts/device/batch-invariant.patch
-  touch "$d/src/llama.cpp/.batch-invariant"
-fi
 build="${BUILD:-$d/build}"
 if [ ! -f "$build/build.ninja" ]; then
+  # CMAKE_PROJECT_INCLUDE: ghostline's batch-invariant CUDA kernels, switched on at run time by
+  # GGML_CUDA_BATCH_INVARIANT=1 (ghostline sets it; llama-server, the peer, runs without it:
+  # llama.cpp's own kernels).
   # shellcheck disable=SC2086
   cmake -S "$d/src/llama.cpp" -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
@@ -35,7 +33,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
     -DGGML_LLAMAFILE=OFF -DGGML_CPU_REPACK=OFF \
-    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON ${EXTRA_CMAKE:-}
+    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON ${EXTRA_CMAKE:-} \
+    -DCMAKE_PROJECT_INCLUDE="$PWD/server/cuda/batch-invariant.cmake"
 fi
 started=$(date +%s)
 # shellcheck disable=SC2086

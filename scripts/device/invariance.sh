@@ -19,30 +19,18 @@
 #   TOKENS    prompt lengths (default "300 8")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-d=.device
 label="${1:?label}"
 shift
-out="${OUT:-$d/out}"
+. scripts/device/common.sh
 work="$d/inv/$label"
-mkdir -p "$out" "$work" "$d/models"
+mkdir -p "$work" "$d/models"
 libs="${LIBS:-$d/build/bin}"
 export LD_LIBRARY_PATH="$libs"
-ghostline="$d/bin/ghostline"
 summary="$out/$label-summary.txt"
 
 model_path() {
   case "$1" in
-    smol)
-      local m="$d/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-      [ -f "$m" ] || cat "$d"/base/smol.part-* "$d"/smol-b/smol.part-* > "$m"
-      echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $m" | sha256sum --check >&2 || return 1
-      echo "$m" ;;
-    fim)
-      local m="$d/models/ghostline-test-fim-135m.Q4_1.gguf"
-      # Its pieces travel in two folders (fim-1: aa, ac; fim-2: ab): joined in their names' order.
-      [ -f "$m" ] || ls "$d"/fim-*/fim.part-* | awk -F/ '{ print $NF, $0 }' | sort | cut -d' ' -f2 | xargs cat > "$m"
-      echo "360b4deb2d23fac98abf08914579915ad291d7242b19f89a0447b671576ad512  $m" | sha256sum --check >&2 || return 1
-      echo "$m" ;;
+    smol | fim) device_model "$1" ;;
     fim-q8)
       local q4 m="$d/models/ghostline-test-fim-135m.Q8_0.gguf"
       q4="$(model_path fim)" || return 1

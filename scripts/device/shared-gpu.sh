@@ -8,17 +8,11 @@
 # Each at THREADS threads (default 8), each bounded in time. Writes under $OUT (or .device/out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-d=.device
-out="${OUT:-$d/out}"
-mkdir -p "$out" "$d/models"
-model="$d/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-[ -f "$model" ] || cat "$d"/base/smol.part-* "$d"/smol-b/smol.part-* > "$model"
-echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $model" | sha256sum --check || exit 1
+. scripts/device/common.sh
+model="$(device_model smol)" || exit 1
 export LD_LIBRARY_PATH="$PWD/$d/build/bin"
-ghostline="$PWD/$d/bin/ghostline"
 model="$PWD/$model"
 threads="${THREADS:-8}"
-step() { echo "== $(date -u +%T) $*" | tee -a "$out/steps.txt"; }
 
 {
   date -u

@@ -77,7 +77,8 @@ pub fn micro_batch_of(config: &crate::config::ModelConfig) -> u32 {
 /// (`GGML_CPU_TILED_MM=0`, [`pin_kernels`]). Build options that break it: llamafile's
 /// `sgemm` where nothing wraps it (batches only), the repacked weights' GEMM/GEMV (`REPACK`, off
 /// in `.cargo/config.toml`). On a GPU it is only where the libraries carry ghostline's patch
-/// (`scripts/device/batch-invariant.patch`: CUDA reports `BATCH_INVARIANT` once
+/// (`server/cuda/batch-invariant.patch`, built in by the `cuda` feature and the device route:
+/// CUDA reports `BATCH_INVARIANT` once
 /// [`pin_kernels`] asked for it): stock CUDA picks MMVQ for ≤ 8 columns, MMQ or cuBLAS above,
 /// and its attention kernel by query count, so there completions keep the aligned prefill. With
 /// every layer on the GPU (the default) the CPU's kernels play no part.
@@ -132,7 +133,7 @@ fn cpu_flash_invariant() -> bool {
 }
 
 /// Whether the GPU backend `gpu` runs batch-invariant kernels: CUDA libraries built with
-/// `scripts/device/batch-invariant.patch` report `BATCH_INVARIANT` among their features while
+/// `server/cuda/batch-invariant.patch` report `BATCH_INVARIANT` among their features while
 /// `GGML_CUDA_BATCH_INVARIANT` is on (see [`pin_kernels`]).
 pub fn gpu_invariant(gpu: &str) -> bool {
     static INFO: OnceLock<String> = OnceLock::new();
