@@ -9,8 +9,8 @@ Pss (smaps_rollup: file pages shared between processes counted once in all) of e
 of the host. Each run has a runtime and cache folder of its own; the host is ended afterwards.
 Where `nvidia-smi` answers, it also reads the GPU memory in use: the device's total, less what it
 held before the run's servers started, and each process's own where the driver lists them (in a
-container it may list none). Last, it says whether every window's answer was the same text, in
-process and shared.
+container it may list none; a window whose model is the host's should hold none: it is flagged).
+Last, it says whether every window's answer was the same text, in process and shared.
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -137,6 +137,9 @@ for shared in (False, True):
         if gpu:
             listed = " + ".join("?" if m is None else str(m) for m in gpu[1])
             line += f", GPU {gpu[0]:6d} MiB more than before (per process: {listed})"
+            holding = [m for m in gpu[1][:n] if m]
+            if shared and holding:
+                line += f" -- WINDOWS HOLD GPU MEMORY ({len(holding)} of {n}): their model is the host's"
         print(line, flush=True)
 every = [t for texts in answers.values() for t in texts]
 print(f"answers: {len(every)} completions, {len(set(every))} distinct text(s): "

@@ -23,9 +23,29 @@ pub fn gpu_backend() -> Option<&'static str> {
     }
 }
 
+/// The backend of the first GPU the loaded libraries registered, found without asking any
+/// device its memory: that question ([`devices`]) opens a CUDA context, ~0.5 GiB of the GPU's
+/// memory for as long as the process lives, and an editor window that sends its jobs to the
+/// shared host asks this too (measured on an H100: 518 MiB a window).
 fn runtime_gpu() -> Option<&'static str> {
     static GPU: OnceLock<Option<String>> = OnceLock::new();
-    GPU.get_or_init(|| devices().into_iter().find(|d| d.gpu).map(|d| d.backend)).as_deref()
+    GPU.get_or_init(|| {
+        super::llama::init_backend().ok()?;
+        (0..unsafe { llama_cpp_sys_2::ggml_backend_dev_count() }).find_map(|i| {
+            // SAFETY: indices below the count name registered devices, which live as long as the
+            // process; a device's type and its registry's name are plain reads (no device work).
+            unsafe {
+                let dev = llama_cpp_sys_2::ggml_backend_dev_get(i);
+                let kind = llama_cpp_sys_2::ggml_backend_dev_type(dev);
+                if kind != llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_GPU && kind != llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_IGPU {
+                    return None;
+                }
+                let name = llama_cpp_sys_2::ggml_backend_reg_name(llama_cpp_sys_2::ggml_backend_dev_backend_reg(dev));
+                (!name.is_null()).then(|| std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned())
+            }
+        })
+    })
+    .as_deref()
 }
 
 /// The backend's name as reported at start-up and by `doctor`.
@@ -219,7 +239,8 @@ pub struct Device {
     pub gpu: bool,
 }
 
-/// The devices llama.cpp's backends registered (initialises llama.cpp's backend).
+/// The devices llama.cpp's backends registered, with their memory (initialises llama.cpp's
+/// backend; on CUDA, asking a device its memory opens a context there: see [`runtime_gpu`]).
 pub fn devices() -> Vec<Device> {
     if super::llama::init_backend().is_err() {
         return Vec::new();

@@ -107,7 +107,14 @@ impl VocabOnly {
     pub fn load(path: &std::path::Path) -> Result<VocabOnly, String> {
         let backend = backend()?;
         check_model_file(path)?;
-        let params = LlamaModelParams::default().with_vocab_only(true).with_n_gpu_layers(0);
+        // No devices: llama.cpp would otherwise ask each GPU its free memory while it picks
+        // devices, which opens a CUDA context (~0.5 GiB of the GPU's memory, held for the
+        // process's life) in a window whose model is the shared host's or a server's.
+        let params = LlamaModelParams::default()
+            .with_vocab_only(true)
+            .with_n_gpu_layers(0)
+            .with_devices(&[])
+            .map_err(|e| format!("llama.cpp could not read the vocabulary of {}: {e}", path.display()))?;
         let model = LlamaModel::load_from_file(backend, path, &params)
             .map_err(|e| format!("llama.cpp could not read the vocabulary of {}: {e}", path.display()))?;
         let info = vocab_info(&model);
