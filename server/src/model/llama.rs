@@ -110,13 +110,13 @@ impl VocabOnly {
         // No devices: llama.cpp would otherwise ask each GPU its free memory while it picks
         // devices, which opens a CUDA context (~0.5 GiB of the GPU's memory, held for the
         // process's life) in a window whose model is the shared host's or a server's.
+        let unreadable = |e: String| format!("llama.cpp could not read the vocabulary of {}: {e}", path.display());
         let params = LlamaModelParams::default()
             .with_vocab_only(true)
             .with_n_gpu_layers(0)
             .with_devices(&[])
-            .map_err(|e| format!("llama.cpp could not read the vocabulary of {}: {e}", path.display()))?;
-        let model = LlamaModel::load_from_file(backend, path, &params)
-            .map_err(|e| format!("llama.cpp could not read the vocabulary of {}: {e}", path.display()))?;
+            .map_err(|e| unreadable(e.to_string()))?;
+        let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| unreadable(e.to_string()))?;
         let info = vocab_info(&model);
         // A vocabulary-only model has no hyperparameters (its `n_ctx_train` reads 0): the
         // trained context comes from the GGUF header, as the memory plan reads it.
