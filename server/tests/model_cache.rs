@@ -63,6 +63,64 @@ fn warm_and_cold_caches_give_the_same_suggestions() {
     assert!(reused_any, "the warm engine never reused its KV cache");
 }
 
+/// Typing what was suggested, one character at a time: each key's answer comes from the
+/// logits kept with the KV cache for the tokens the last generation decoded (no decode where
+/// the picks are certain), and is the answer a fresh engine decodes for the same text. The
+/// default repetition penalty is on, so the picks apply it as the sampler does.
+#[test]
+fn typing_the_suggestion_is_answered_from_the_kept_logits_as_a_cold_start_answers() {
+    let (text, line, _) = fixture_with_cursor("e2e/shapes.py");
+    let spec = syntax::by_language_id("python").unwrap();
+    let line_start: usize = text.split('\n').take(line as usize).map(|l| l.len() + 1).sum();
+    let typed = "        return ";
+    let rt = rt();
+    let warm = engine();
+    assert!(matches!(rt.block_on(warm.model.wait_loaded()), ModelStatus::Ready(_)));
+    let at = |extra: &str| {
+        let doc = format!("{}{typed}{extra}{}", &text[..line_start], &text[line_start..]);
+        (doc, line_start + typed.len() + extra.len())
+    };
+    let (doc, cursor) = at("");
+    let tree = spec.parse(&doc);
+    let first = rt.block_on(warm.complete(Input { cross_file: None, text: &doc, cursor, syntax: Some((spec, &tree)) }, CancelFlag::new())).unwrap();
+    let suggestion: Vec<char> = first.text.chars().collect();
+    assert!(suggestion.len() >= 8, "a suggestion long enough to type: {:?}", first.text);
+    assert_eq!(first.timings.replayed_tokens, 0, "nothing was cached after the prompt yet");
+    let (mut replayed, mut without_decoding) = (0, 0);
+    for n in 1..=8 {
+        let extra: String = suggestion[..n].iter().collect();
+        let (doc, cursor) = at(&extra);
+        let tree = spec.parse(&doc);
+        let input = Input { cross_file: None, text: &doc, cursor, syntax: Some((spec, &tree)) };
+        let w = rt.block_on(warm.complete(input, CancelFlag::new())).unwrap();
+        let cold = engine();
+        let c = rt.block_on(cold.complete(input, CancelFlag::new())).unwrap();
+        assert_eq!(w.text, c.text, "warm vs cold after typing {extra:?}");
+        assert_eq!(c.timings.replayed_tokens, 0);
+        replayed += w.timings.replayed_tokens;
+        without_decoding += usize::from(w.timings.decode_passes == 0 && w.timings.prefill_tokens == 0);
+    }
+    // Then other text than the suggestion, where the lead masks the kept tokens it shares no
+    // start with: the pick must follow the mask (or decode again), as a cold start does.
+    for other in ["m", "self", "abs("] {
+        let (doc, cursor) = at(other);
+        let tree = spec.parse(&doc);
+        let input = Input { cross_file: None, text: &doc, cursor, syntax: Some((spec, &tree)) };
+        let w = rt.block_on(warm.complete(input, CancelFlag::new())).unwrap();
+        let c = rt.block_on(engine().complete(input, CancelFlag::new())).unwrap();
+        assert_eq!(w.text, c.text, "warm vs cold after typing {other:?}");
+        // And the suggestion's start again, after the other text was decoded.
+        let (doc, cursor) = at(&suggestion[..1].iter().collect::<String>());
+        let tree = spec.parse(&doc);
+        let input = Input { cross_file: None, text: &doc, cursor, syntax: Some((spec, &tree)) };
+        let w = rt.block_on(warm.complete(input, CancelFlag::new())).unwrap();
+        let c = rt.block_on(engine().complete(input, CancelFlag::new())).unwrap();
+        assert_eq!(w.text, c.text, "warm vs cold after typing {other:?}, then the suggestion's start");
+    }
+    assert!(replayed >= 8, "typing the suggestion replayed {replayed} tokens in 8 keys");
+    assert!(without_decoding >= 4, "{without_decoding} of 8 keys answered without a decode");
+}
+
 /// A request cancelled before the model thread takes it is not run, and the next one still
 /// works from a consistent cache.
 #[test]

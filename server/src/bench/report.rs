@@ -134,6 +134,15 @@ pub fn print_text(report: &Report) {
             fmt1(b.postprocess_ms),
             fmt1(b.outside_ms)
         );
+        let r = &t.replayed;
+        println!(
+            "  replayed from the logits kept with the KV cache: {} of {} generated tokens; {} of {} requests decoded nothing (the others from the key p50/p95 {})",
+            r.replayed_tokens,
+            r.generated_tokens,
+            r.requests_without_decode,
+            r.requests,
+            pair(r.key_decoding_ms),
+        );
         match &t.ahead {
             Some(a) => println!(
                 "  generated ahead on keystrokes: {} started, {} completed ({} tokens decoded), {} cancelled by the next keystroke; \

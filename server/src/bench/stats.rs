@@ -152,7 +152,20 @@ pub struct TraceReport {
     /// model themselves.
     pub key_answered_ahead_ms: Option<Stat>,
     pub key_model_call_ms: Option<Stat>,
+    /// Over ghostline's generations: tokens generated, of them replayed from the logits kept
+    /// with the KV cache (no decode), and the requests that decoded nothing at all.
+    pub replayed: Replayed,
     pub samples: Vec<Sample>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Replayed {
+    pub generated_tokens: usize,
+    pub replayed_tokens: usize,
+    pub requests_without_decode: usize,
+    pub requests: usize,
+    /// From the key, the requests that decoded something (prompt or generation).
+    pub key_decoding_ms: Option<Stat>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -184,7 +197,10 @@ pub fn summarize(
     let server = |s: &&Sample| s.server.clone();
     let cold = |s: &&&Sample| s.request == 0;
     let warm = |s: &&&Sample| s.request > 0;
-    let decoding = |s: &&&Sample| s.server.as_ref().is_some_and(|f| f.generated_tokens >= MIN_DECODE_TOKENS);
+    // Decode rates over the requests whose tokens ghostline decoded (not replayed from kept
+    // logits), on both sides.
+    let decoding = |s: &&&Sample| s.server.as_ref().is_some_and(|f| f.generated_tokens.saturating_sub(f.replayed_tokens) >= MIN_DECODE_TOKENS);
+    let no_decode = |f: &Timings| f.prefill_tokens == 0 && f.decode_passes == 0;
     let g = || generated.iter();
 
     let ghostline = Side {
@@ -206,7 +222,7 @@ pub fn summarize(
     };
     let peer = with_peer.then(|| {
         let p = |s: &&Sample| s.peer.clone();
-        let peer_decoding = |s: &&&Sample| s.peer.as_ref().is_some_and(|f| f.generated_tokens >= MIN_DECODE_TOKENS);
+        let peer_decoding = |s: &&&Sample| decoding(s) && s.peer.as_ref().is_some_and(|f| f.generated_tokens >= MIN_DECODE_TOKENS);
         Side {
             key_ms: Stat::of(g().filter_map(p).map(|f| f.key_ms)),
             request_ms: Stat::of(g().filter_map(p).map(|f| f.request_ms)),
@@ -289,6 +305,13 @@ pub fn summarize(
         ahead: None,
         key_answered_ahead_ms: Stat::of(g().filter(|s| s.ahead()).map(|s| s.key_ms)),
         key_model_call_ms: Stat::of(g().filter(|s| !s.ahead()).map(|s| s.key_ms)),
+        replayed: Replayed {
+            generated_tokens: g().filter_map(server).map(|f| f.generated_tokens).sum(),
+            replayed_tokens: g().filter_map(server).map(|f| f.replayed_tokens).sum(),
+            requests_without_decode: g().filter_map(server).filter(|f| no_decode(f)).count(),
+            requests: g().filter(|s| s.server.is_some()).count(),
+            key_decoding_ms: Stat::of(g().filter(|s| s.server.as_ref().is_some_and(|f| !no_decode(f))).map(|s| s.key_ms)),
+        },
         samples,
     }
 }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::model::CacheHit;
 use crate::typing::{self, TypedDoc};
 
 const TIMEOUT: Duration = Duration::from_secs(300);
@@ -56,6 +57,11 @@ pub struct Report {
     pub warm_drafted_tokens: u64,
     pub warm_accepted_tokens: u64,
     pub warm_decode_passes: u64,
+    /// Over every warm answer the model made, generated ahead included: tokens generated, of
+    /// them replayed from the logits kept with the KV cache (no decode), and the decodes.
+    pub all_generated_tokens: u64,
+    pub all_replayed_tokens: u64,
+    pub all_decode_passes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -121,6 +127,7 @@ pub fn run(options: &Options) -> Result<Report, String> {
     let mut warm_prompt_tokens = 0;
     let mut with_cross_file = 0;
     let (mut generated, mut drafted, mut accepted, mut passes) = (0u64, 0u64, 0u64, 0u64);
+    let mut all = (0u64, 0u64, 0u64);
     for event in &trace.events {
         match event.key.as_deref() {
             Some("\u{8}") => doc.backspace(&mut client),
@@ -144,6 +151,11 @@ pub fn run(options: &Options) -> Result<Report, String> {
         warm_prefill_tokens += last.timings.prefill_tokens as u64;
         warm_prompt_tokens += last.timings.prompt_tokens as u64;
         with_cross_file += usize::from(!last.cross_file.is_empty());
+        if matches!(last.timings.cache, None | Some(CacheHit::GeneratedAhead)) {
+            all.0 += last.timings.generated_tokens as u64;
+            all.1 += last.timings.replayed_tokens as u64;
+            all.2 += last.timings.decode_passes as u64;
+        }
         if last.timings.cache.is_none() {
             generated += last.timings.generated_tokens as u64;
             drafted += last.timings.drafted_tokens as u64;
@@ -203,6 +215,9 @@ pub fn run(options: &Options) -> Result<Report, String> {
         warm_drafted_tokens: drafted,
         warm_accepted_tokens: accepted,
         warm_decode_passes: passes,
+        all_generated_tokens: all.0,
+        all_replayed_tokens: all.1,
+        all_decode_passes: all.2,
     })
 }
 
@@ -266,6 +281,10 @@ pub fn print_text(r: &Report) {
     println!(
         "warm generation (drafting on; the cold side without): {} tokens in {} decodes, {} drafted, {} confirmed",
         r.warm_generated_tokens, r.warm_decode_passes, r.warm_drafted_tokens, r.warm_accepted_tokens
+    );
+    println!(
+        "warm answers, generated ahead included: {} tokens generated, {} of them replayed from the logits kept with the KV cache, {} decodes",
+        r.all_generated_tokens, r.all_replayed_tokens, r.all_decode_passes
     );
     for d in &r.differ {
         println!(

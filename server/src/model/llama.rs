@@ -24,9 +24,11 @@ use crate::config::ModelConfig;
 mod chat;
 mod complete;
 mod compute;
+mod replay;
 mod states;
 mod windows;
 
+use replay::{Recent, Top};
 use states::{common_prefix, Saved, SavedStates};
 pub(super) use windows::{serve_windows, HostWork};
 
@@ -403,6 +405,13 @@ struct Worker<'m> {
     extra_stops: Vec<Token>,
     /// Tokens whose KV entries are in the context, in position order.
     cached: Vec<LlamaToken>,
+    /// For positions of `cached` decoded with their logits, the most likely next tokens there
+    /// (`replay`): kept where a position's result does not depend on its batch (`replays`), so
+    /// that a generation over tokens already cached picks from them instead of decoding again.
+    /// Never longer than `cached`; cut with it.
+    tops: Vec<Option<Top>>,
+    /// Whether `tops` are kept and used: batch-invariant kernels, no aligned prefill.
+    replays: bool,
     /// How many of `cached` were prompt (the rest were generated after it).
     cached_prompt: usize,
     /// How many of `cached` were decoded in aligned batches (see `align`): all the prompt after
@@ -566,6 +575,8 @@ impl<'m> Worker<'m> {
             file_sep,
             extra_stops,
             cached: Vec::new(),
+            tops: Vec::new(),
+            replays: invariant && align == 0,
             cached_prompt: 0,
             aligned_upto: 0,
             saved: SavedStates::new(saved_bytes),
@@ -599,9 +610,27 @@ impl<'m> Worker<'m> {
     /// Empties the KV cache and what we know of it.
     fn forget_cache(&mut self) {
         self.ctx.clear_kv_cache();
-        self.cached.clear();
+        self.cut_cached(0);
         self.aligned_upto = 0;
         self.saved.clear();
+    }
+
+    /// Keeps the first `n` of `cached` (and of what is known of their logits); the KV cache must
+    /// be cut to match by the caller.
+    fn cut_cached(&mut self, n: usize) {
+        self.cached.truncate(n);
+        self.tops.truncate(n);
+    }
+
+    /// Keeps what the logits at batch index `i`, those of cached position `at`, made likely.
+    fn keep_top(&mut self, at: usize, i: i32) {
+        if !self.replays || at >= self.cached.len() {
+            return;
+        }
+        if self.tops.len() <= at {
+            self.tops.resize(at + 1, None);
+        }
+        self.tops[at] = Top::of(self.ctx.get_logits_ith(i));
     }
 
     /// Drops KV entries past `cached` (drafted tokens the model did not confirm, or did not get
@@ -682,16 +711,33 @@ impl<'m> Worker<'m> {
     /// penalty, no randomness) until an end-of-generation token (with `fim_stops`, also the FIM
     /// pad, repo and separator tokens), `stop` says where the text ends, `max_tokens`, or a full
     /// context. Fills `timings` but for the prompt fields; returns the text kept.
+    ///
+    /// Where the KV cache already holds the prompt and tokens after it, with what each of those
+    /// positions' logits made likely (`tops`: a generation before this one, typically the last
+    /// key's when the user typed what it suggested), the loop picks its tokens from those and
+    /// follows the cached tokens without decoding, until a pick is not certain or leaves them;
+    /// from there it decodes as usual. The picks are the same as decoding again would give:
+    /// a position's logits do not depend on its batch, and the pick applies this generation's
+    /// own masks and penalties.
     fn prefill_and_decode(&mut self, prompt: &[LlamaToken], run: &Run<'_>, start: Instant, timings: &mut Timings) -> Result<String, GenerateError> {
         let Run { cancel, max_tokens, stop, unfinished, lead, blank_enders, fim_stops, aligned } = *run;
         let n_ctx = self.ctx.n_ctx() as usize;
-        let (reused, restored) = self.prefill(prompt, cancel, aligned).map_err(|e| match e {
-            PrefillError::Cancelled => GenerateError::Cancelled,
-            PrefillError::Decode(m) => GenerateError::Failed(m),
-        })?;
-        timings.reused_tokens = reused;
-        timings.restored_tokens = restored;
-        timings.prefill_tokens = prompt.len() - reused;
+        // The cached position whose kept top gives the next token (`None`: the batch's logits
+        // at `logits_at` do, those of the last cached position).
+        let mut replay = self.replay_from(prompt);
+        if replay.is_some() {
+            timings.reused_tokens = prompt.len();
+            timings.prefill_tokens = 0;
+            self.cached_prompt = prompt.len();
+        } else {
+            let (reused, restored) = self.prefill(prompt, cancel, aligned).map_err(|e| match e {
+                PrefillError::Cancelled => GenerateError::Cancelled,
+                PrefillError::Decode(m) => GenerateError::Failed(m),
+            })?;
+            timings.reused_tokens = reused;
+            timings.restored_tokens = restored;
+            timings.prefill_tokens = prompt.len() - reused;
+        }
 
         let mut sampler = LlamaSampler::chain_simple([
             LlamaSampler::penalties(
@@ -703,11 +749,14 @@ impl<'m> Worker<'m> {
             ),
             LlamaSampler::greedy(),
         ]);
+        let mut recent = Recent::new(self.sampling.repeat_last_n, self.sampling.repeat_penalty);
         let vocab = self.model.vocab();
         let mut bytes = Vec::new();
         let mut cut = None;
         let mut logits_at = self.batch.n_tokens() - 1;
         let mut first_token_at = None;
+        // When the first token sampled from decoded logits came, and how many did since.
+        let mut decoding: Option<(Instant, usize)> = None;
         // Drafted tokens decoded after the last sampled one, not yet confirmed: the KV cache
         // holds them at the positions after `cached`, and the batch holds their logits at
         // `logits_at + 1 …`.
@@ -722,14 +771,44 @@ impl<'m> Worker<'m> {
                 return Err(GenerateError::Cancelled);
             }
             let guard = Guard { lead, enders: blank_enders, so_far: &bytes };
-            let blank = super::blank_guarded(lead, blank_enders, &bytes);
-            let token = if let Some(rest) = super::lead_rest(lead, &bytes) {
-                self.sample_agreeing(&mut sampler, logits_at, rest, guard)
-            } else if blank || unfinished.is_some_and(|open| open(valid_utf8_prefix(&bytes))) {
-                self.sample_going_on(&mut sampler, logits_at, fim_stops, guard)
+            let mask = if let Some(rest) = super::lead_rest(lead, &bytes) {
+                Mask::Agree(rest)
+            } else if super::blank_guarded(lead, blank_enders, &bytes) || unfinished.is_some_and(|open| open(valid_utf8_prefix(&bytes))) {
+                Mask::GoOn
             } else {
-                sampler.sample(&self.ctx, logits_at)
+                Mask::None
             };
+            let picked = replay.and_then(|at| self.pick_kept(at, &mask, guard, fim_stops, &recent));
+            if let (Some(at), None) = (replay, picked) {
+                // Not certain from what was kept: decode the position again for its logits.
+                replay = None;
+                self.decode_again(at).map_err(GenerateError::Failed)?;
+                if at + 1 < prompt.len() || at + 1 == prompt.len() && timings.generated_tokens == 0 {
+                    timings.reused_tokens -= 1;
+                    timings.prefill_tokens += 1;
+                } else {
+                    timings.decode_passes += 1;
+                }
+                logits_at = 0;
+            }
+            let token = match picked {
+                Some(token) => {
+                    sampler.accept(token);
+                    timings.replayed_tokens += 1;
+                    token
+                }
+                None => {
+                    let (_, n) = decoding.get_or_insert_with(|| (Instant::now(), 0));
+                    *n += 1;
+                    self.keep_top(self.cached.len() - 1, logits_at);
+                    match mask {
+                        Mask::Agree(rest) => self.sample_agreeing(&mut sampler, logits_at, rest, guard),
+                        Mask::GoOn => self.sample_going_on(&mut sampler, logits_at, fim_stops, guard),
+                        Mask::None => sampler.sample(&self.ctx, logits_at),
+                    }
+                }
+            };
+            recent.accept(token);
             first_token_at.get_or_insert_with(Instant::now);
             if let Some((proposed, matched)) = &mut unchecked {
                 let hit = proposed.get(*matched) == Some(&token);
@@ -749,8 +828,25 @@ impl<'m> Worker<'m> {
                 cut = Some(at);
                 break;
             }
-            if self.cached.len() + 1 >= n_ctx {
+            let position = replay.map_or(self.cached.len(), |at| at + 1);
+            if position + 1 >= n_ctx {
                 break;
+            }
+            if replay.take().is_some() {
+                // The picked token is cached at `position` already: go on from it without a
+                // decode where its logits were kept too.
+                if self.cached.get(position) == Some(&token) {
+                    if self.tops.get(position).is_some_and(Option::is_some) {
+                        replay = Some(position);
+                        continue;
+                    }
+                    self.decode_again(position).map_err(GenerateError::Failed)?;
+                    timings.decode_passes += 1;
+                    logits_at = 0;
+                    continue;
+                }
+                // Another token than the cached one: what followed there is another text.
+                self.cut_kv(position);
             }
             // The model confirmed the next drafted token: it is in the KV cache already, and
             // its logits are the next in the batch.
@@ -799,11 +895,56 @@ impl<'m> Worker<'m> {
         let first = first_token_at.unwrap_or(end);
         timings.ttft_ms = (first - start).as_secs_f64() * 1e3;
         timings.total_ms = (end - start).as_secs_f64() * 1e3;
-        if timings.generated_tokens > 1 {
-            timings.decode_tokens_per_s = (timings.generated_tokens - 1) as f64 / (end - first).as_secs_f64().max(1e-9);
+        // The rate of tokens decoded, after the first: replayed ones cost no decode.
+        if let Some((from, n)) = decoding.filter(|&(_, n)| n > 1) {
+            timings.decode_tokens_per_s = (n - 1) as f64 / (end - from).as_secs_f64().max(1e-9);
         }
         let all = valid_utf8_prefix(&bytes);
         Ok(all[..cut.unwrap_or(all.len()).min(all.len())].to_owned())
+    }
+
+    /// Where a generation for `prompt` can start from kept logits: the KV cache holds the
+    /// whole prompt (and maybe tokens after it) and what its last position's logits made likely.
+    fn replay_from(&self, prompt: &[LlamaToken]) -> Option<usize> {
+        let at = prompt.len().checked_sub(1)?;
+        (self.replays && self.cached.starts_with(prompt) && self.tops.get(at).is_some_and(Option::is_some)).then_some(at)
+    }
+
+    /// The token greedy sampling would pick at cached position `at` under `mask`, from what its
+    /// logits made likely, when that is certain.
+    fn pick_kept(&mut self, at: usize, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, recent: &Recent) -> Option<LlamaToken> {
+        if !matches!(mask, Mask::None) {
+            self.load_pieces();
+        }
+        let top = self.tops.get(at)?.as_ref()?;
+        top.pick(|t| self.allowed(mask, guard, fim_stops, t), recent)
+    }
+
+    /// Cuts the KV cache and `cached` to the first `n` positions.
+    fn cut_kv(&mut self, n: usize) {
+        if self.ctx.clear_kv_cache_seq(Some(0), Some(n as u32), None).is_err() {
+            self.forget_cache();
+        } else {
+            self.cut_cached(n);
+        }
+    }
+
+    /// Decodes cached position `at` again, alone, dropping what follows it: its logits are then
+    /// at batch index 0.
+    fn decode_again(&mut self, at: usize) -> Result<(), String> {
+        let token = *self.cached.get(at).ok_or("no cached token to decode again")?;
+        self.cut_kv(at);
+        if self.cached.len() != at {
+            return Err("the KV cache could not be cut".into());
+        }
+        self.batch.clear();
+        self.batch.add(token, at as i32, &[0], true).map_err(|e| e.to_string())?;
+        if let Err(e) = self.decode() {
+            self.forget_cache();
+            return Err(e.to_string());
+        }
+        self.cached.push(token);
+        Ok(())
     }
 
     /// Every token's text, made once (end tokens: empty).
@@ -823,41 +964,41 @@ impl<'m> Worker<'m> {
         &self.pieces
     }
 
+    /// Whether `mask` lets token `t` be picked (with `fim_stops`, the FIM stop tokens are end
+    /// tokens too). Loads the pieces first where a mask reads them ([`Worker::load_pieces`]).
+    fn allowed(&self, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, t: LlamaToken) -> bool {
+        let piece = self.pieces.get(t.0 as usize).map_or(&[][..], |p| &p[..]);
+        match mask {
+            Mask::None => true,
+            Mask::Agree(rest) => super::agrees(rest, piece) && !guard.refuses(piece),
+            Mask::GoOn => !(self.model.vocab().is_eog(t) || (fim_stops && self.extra_stops.contains(&t.0)) || guard.refuses(piece)),
+        }
+    }
+
     /// The most likely token at batch index `i` whose text agrees with `rest`, what the lead
     /// still needs ([`super::agrees`]; end tokens never do), and does not end the text blank
     /// past it ([`super::ends_blank`]), the sampler's penalties applied.
     fn sample_agreeing(&mut self, sampler: &mut LlamaSampler, i: i32, rest: &[u8], guard: Guard<'_>) -> LlamaToken {
-        self.load_pieces();
-        let mut candidates = self.ctx.token_data_array_ith(i);
-        for c in &mut candidates.data {
-            let piece = self.pieces.get(c.id().0 as usize).map_or(&[][..], |p| &p[..]);
-            if !super::agrees(rest, piece) || guard.refuses(piece) {
-                c.set_logit(f32::NEG_INFINITY);
-            }
-        }
-        sampler.apply(&mut candidates);
-        let token = candidates.selected_token().unwrap_or_else(|| self.model.vocab().eos());
-        sampler.accept(token);
-        token
+        self.sample_masked(sampler, i, &Mask::Agree(rest), guard, false)
     }
 
     /// What `sampler` picks from the logits at `i` with every end token masked (`fim_stops`: the
     /// FIM stop tokens too), and every token that ends the text blank ([`super::ends_blank`]),
     /// accepted as [`LlamaSampler::sample`] accepts its pick.
     fn sample_going_on(&mut self, sampler: &mut LlamaSampler, i: i32, fim_stops: bool, guard: Guard<'_>) -> LlamaToken {
-        if !guard.enders.is_empty() {
-            self.load_pieces();
-        }
-        let vocab = self.model.vocab();
+        self.sample_masked(sampler, i, &Mask::GoOn, guard, fim_stops)
+    }
+
+    fn sample_masked(&mut self, sampler: &mut LlamaSampler, i: i32, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool) -> LlamaToken {
+        self.load_pieces();
         let mut candidates = self.ctx.token_data_array_ith(i);
         for c in &mut candidates.data {
-            let piece = self.pieces.get(c.id().0 as usize).map_or(&[][..], |p| &p[..]);
-            if vocab.is_eog(c.id()) || (fim_stops && self.extra_stops.contains(&c.id().0)) || guard.refuses(piece) {
+            if !self.allowed(mask, guard, fim_stops, c.id()) {
                 c.set_logit(f32::NEG_INFINITY);
             }
         }
         sampler.apply(&mut candidates);
-        let token = candidates.selected_token().unwrap_or_else(|| vocab.eos());
+        let token = candidates.selected_token().unwrap_or_else(|| self.model.vocab().eos());
         sampler.accept(token);
         token
     }
@@ -893,7 +1034,7 @@ impl<'m> Worker<'m> {
         self.ctx
             .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
             .map_err(|e| PrefillError::Decode(e.to_string()))?;
-        self.cached.truncate(keep);
+        self.cut_cached(keep);
         self.cached_prompt = keep;
         self.aligned_upto = self.aligned_upto.min(keep);
         // Batch-invariant kernels: batches of `step` (see [`Worker::step`]), or smaller ones
@@ -929,7 +1070,7 @@ impl<'m> Worker<'m> {
             if let Err(e) = self.decode() {
                 // The cache may hold part of this chunk: forget it all rather than guess.
                 self.ctx.clear_kv_cache();
-                self.cached.clear();
+                self.cut_cached(0);
                 self.aligned_upto = 0;
                 return Err(PrefillError::Decode(e.to_string()));
             }
@@ -957,7 +1098,7 @@ impl<'m> Worker<'m> {
         if self.ctx.clear_kv_cache_seq(Some(0), Some(n as u32), None).is_err() {
             return;
         }
-        self.cached.truncate(n);
+        self.cut_cached(n);
         match self.ctx.state_seq_get(0, Default::default()) {
             Ok(state) => self.saved.put(Saved { tokens: self.cached.clone(), state }),
             Err(e) => tracing::warn!("cannot save the KV state of {n} tokens: {e}"),
@@ -976,6 +1117,7 @@ impl<'m> Worker<'m> {
             Ok(tokens) => {
                 self.cached_prompt = tokens.len();
                 self.aligned_upto = tokens.len();
+                self.tops.clear();
                 self.cached = tokens;
                 true
             }
@@ -983,7 +1125,7 @@ impl<'m> Worker<'m> {
                 tracing::warn!("cannot restore a saved KV state ({e}); decoding the prompt instead");
                 self.saved.remove(0);
                 self.ctx.clear_kv_cache();
-                self.cached.clear();
+                self.cut_cached(0);
                 false
             }
         }
@@ -1008,6 +1150,14 @@ struct Run<'a> {
     /// Decode the prompt in aligned batches (completions, whose answers must not depend on the
     /// cache); chats (code actions) decode in `n_batch` batches.
     aligned: bool,
+}
+
+/// Which tokens one sampling step may pick: all; those that agree with the rest of the lead
+/// (`super::lead_rest`); or no end token (the text is blank past the lead, or unfinished).
+enum Mask<'a> {
+    None,
+    Agree(&'a [u8]),
+    GoOn,
 }
 
 /// The blank guard of one sampling step ([`super::ends_blank`]).

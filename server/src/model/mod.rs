@@ -315,6 +315,10 @@ pub struct Timings {
     pub drafted_tokens: usize,
     pub accepted_tokens: usize,
     pub decode_passes: usize,
+    /// Generated tokens picked without a decode, from the logits kept with the KV cache for
+    /// tokens a generation before this one had already decoded there (`model::llama::replay`).
+    #[serde(default)]
+    pub replayed_tokens: usize,
     /// Answered without the model: from the suggestion cache (same prompt as before), from a
     /// generation made ahead for this prompt (the figures above are then that generation's), or
     /// by typed-ahead reuse (the user typed the start of the previous suggestion).
