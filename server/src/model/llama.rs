@@ -913,7 +913,7 @@ impl<'m> Worker<'m> {
     /// The token greedy sampling would pick at cached position `at` under `mask`, from what its
     /// logits made likely, when that is certain.
     fn pick_kept(&mut self, at: usize, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, recent: &Recent) -> Option<LlamaToken> {
-        if !matches!(mask, Mask::None) {
+        if mask.reads_pieces(guard) {
             self.load_pieces();
         }
         let top = self.tops.get(at)?.as_ref()?;
@@ -965,7 +965,7 @@ impl<'m> Worker<'m> {
     }
 
     /// Whether `mask` lets token `t` be picked (with `fim_stops`, the FIM stop tokens are end
-    /// tokens too). Loads the pieces first where a mask reads them ([`Worker::load_pieces`]).
+    /// tokens too). The pieces must be loaded where the mask reads them ([`Mask::reads_pieces`]).
     fn allowed(&self, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, t: LlamaToken) -> bool {
         let piece = self.pieces.get(t.0 as usize).map_or(&[][..], |p| &p[..]);
         match mask {
@@ -990,7 +990,9 @@ impl<'m> Worker<'m> {
     }
 
     fn sample_masked(&mut self, sampler: &mut LlamaSampler, i: i32, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool) -> LlamaToken {
-        self.load_pieces();
+        if mask.reads_pieces(guard) {
+            self.load_pieces();
+        }
         let mut candidates = self.ctx.token_data_array_ith(i);
         for c in &mut candidates.data {
             if !self.allowed(mask, guard, fim_stops, c.id()) {
@@ -1158,6 +1160,18 @@ enum Mask<'a> {
     None,
     Agree(&'a [u8]),
     GoOn,
+}
+
+impl Mask<'_> {
+    /// Whether deciding what it allows reads the tokens' text (made once, for the whole
+    /// vocabulary, when first needed: [`Worker::load_pieces`]).
+    fn reads_pieces(&self, guard: Guard<'_>) -> bool {
+        match self {
+            Mask::None => false,
+            Mask::Agree(_) => true,
+            Mask::GoOn => !guard.enders.is_empty(),
+        }
+    }
 }
 
 /// The blank guard of one sampling step ([`super::ends_blank`]).
