@@ -14,6 +14,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::vocab::LlamaVocab;
 use tokio::sync::watch;
 
 use super::cache::Lru;
@@ -917,7 +918,8 @@ impl<'m> Worker<'m> {
             self.load_pieces();
         }
         let top = self.tops.get(at)?.as_ref()?;
-        top.pick(|t| self.allowed(mask, guard, fim_stops, t), recent)
+        let vocab = self.model.vocab();
+        top.pick(|t| self.allowed(&vocab, mask, guard, fim_stops, t), recent)
     }
 
     /// Cuts the KV cache and `cached` to the first `n` positions.
@@ -966,12 +968,12 @@ impl<'m> Worker<'m> {
 
     /// Whether `mask` lets token `t` be picked (with `fim_stops`, the FIM stop tokens are end
     /// tokens too). The pieces must be loaded where the mask reads them ([`Mask::reads_pieces`]).
-    fn allowed(&self, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, t: LlamaToken) -> bool {
+    fn allowed(&self, vocab: &LlamaVocab, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, t: LlamaToken) -> bool {
         let piece = self.pieces.get(t.0 as usize).map_or(&[][..], |p| &p[..]);
         match mask {
             Mask::None => true,
             Mask::Agree(rest) => super::agrees(rest, piece) && !guard.refuses(piece),
-            Mask::GoOn => !(self.model.vocab().is_eog(t) || (fim_stops && self.extra_stops.contains(&t.0)) || guard.refuses(piece)),
+            Mask::GoOn => !(vocab.is_eog(t) || (fim_stops && self.extra_stops.contains(&t.0)) || guard.refuses(piece)),
         }
     }
 
@@ -993,9 +995,10 @@ impl<'m> Worker<'m> {
         if mask.reads_pieces(guard) {
             self.load_pieces();
         }
+        let vocab = self.model.vocab();
         let mut candidates = self.ctx.token_data_array_ith(i);
         for c in &mut candidates.data {
-            if !self.allowed(mask, guard, fim_stops, c.id()) {
+            if !self.allowed(&vocab, mask, guard, fim_stops, c.id()) {
                 c.set_logit(f32::NEG_INFINITY);
             }
         }

@@ -25,17 +25,27 @@ impl Top {
     /// sampling breaks them. `None` when a logit is not a number (nothing certain then).
     pub fn of(logits: &[f32]) -> Option<Top> {
         let mut kept: Vec<(f32, i32)> = Vec::with_capacity(KEPT + 1);
-        for (id, &v) in logits.iter().enumerate() {
-            if v.is_nan() {
-                return None;
+        for (c, chunk) in logits.chunks(64).enumerate() {
+            // Once full, a chunk with nothing above the lowest kept (and no NaN, which fails
+            // every comparison) is passed over whole: one vectorised test of 64 logits.
+            if kept.len() == KEPT {
+                let low = kept[KEPT - 1].0;
+                if chunk.iter().fold(true, |all, &v| all & (v <= low)) {
+                    continue;
+                }
             }
-            if kept.len() == KEPT && v <= kept[KEPT - 1].0 {
-                continue;
+            for (i, &v) in chunk.iter().enumerate() {
+                if v.is_nan() {
+                    return None;
+                }
+                if kept.len() == KEPT && v <= kept[KEPT - 1].0 {
+                    continue;
+                }
+                // After every kept one at least as high: a later id loses a tie.
+                let at = kept.partition_point(|&(k, _)| k >= v);
+                kept.insert(at, (v, (c * 64 + i) as i32));
+                kept.truncate(KEPT);
             }
-            // After every kept one at least as high: a later id loses a tie.
-            let at = kept.partition_point(|&(k, _)| k >= v);
-            kept.insert(at, (v, id as i32));
-            kept.truncate(KEPT);
         }
         Some(Top { kept })
     }
@@ -124,6 +134,25 @@ mod tests {
     }
 
     #[test]
+    fn the_top_is_the_sorted_vocabulary_s_head_across_the_chunks_passed_over() {
+        // Values repeat (ties across chunks), the highest ones late and at chunk edges.
+        for seed in 0..20u32 {
+            let v: Vec<f32> = (0..5000u32).map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed * 7919)) >> 20) as f32 / 64.0).collect();
+            let mut all: Vec<(f32, i32)> = v.iter().enumerate().map(|(i, &x)| (x, i as i32)).collect();
+            all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            assert_eq!(Top::of(&v).unwrap().kept, all[..KEPT], "seed {seed}");
+        }
+        let mut v = vec![0.0f32; 640];
+        v[63] = 5.0;
+        v[64] = 5.0;
+        v[639] = 6.0;
+        let top = Top::of(&v).unwrap();
+        assert_eq!(top.kept[..3], [(6.0, 639), (5.0, 63), (5.0, 64)]);
+        v[300] = f32::NAN;
+        assert!(Top::of(&v).is_none(), "a NaN in a chunk passed over is seen");
+    }
+
+    #[test]
     fn a_pick_is_greedy_sampling_when_certain_and_none_otherwise() {
         let v = logits(1000, &[(700, 9.0), (500, 8.0), (42, 2.0)]);
         let top = Top::of(&v).unwrap();
@@ -162,3 +191,4 @@ mod tests {
         assert_eq!(top.pick(|t| t.0 != 0, &Recent::new(0, 1.0)), None, "tied with tokens left out");
     }
 }
+
