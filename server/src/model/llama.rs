@@ -784,7 +784,8 @@ impl<'m> Worker<'m> {
                 // Not certain from what was kept: decode the position again for its logits.
                 replay = None;
                 self.decode_again(at).map_err(GenerateError::Failed)?;
-                if at + 1 < prompt.len() || at + 1 == prompt.len() && timings.generated_tokens == 0 {
+                // The prompt's last token decoded again counts as prefill, as without kept logits.
+                if at + 1 == prompt.len() {
                     timings.reused_tokens -= 1;
                     timings.prefill_tokens += 1;
                 } else {
@@ -848,6 +849,9 @@ impl<'m> Worker<'m> {
                 }
                 // Another token than the cached one: what followed there is another text.
                 self.cut_kv(position);
+                if self.cached.len() != position {
+                    return Err(GenerateError::Failed("the KV cache could not be cut".into()));
+                }
             }
             // The model confirmed the next drafted token: it is in the KV cache already, and
             // its logits are the next in the batch.
