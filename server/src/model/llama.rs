@@ -804,9 +804,8 @@ impl<'m> Worker<'m> {
                     *n += 1;
                     self.keep_top(self.cached.len() - 1, logits_at);
                     match mask {
-                        Mask::Agree(rest) => self.sample_agreeing(&mut sampler, logits_at, rest, guard),
-                        Mask::GoOn => self.sample_going_on(&mut sampler, logits_at, fim_stops, guard),
                         Mask::None => sampler.sample(&self.ctx, logits_at),
+                        _ => self.sample_masked(&mut sampler, logits_at, &mask, guard, fim_stops),
                     }
                 }
             };
@@ -848,10 +847,7 @@ impl<'m> Worker<'m> {
                     continue;
                 }
                 // Another token than the cached one: what followed there is another text.
-                self.cut_kv(position);
-                if self.cached.len() != position {
-                    return Err(GenerateError::Failed("the KV cache could not be cut".into()));
-                }
+                self.cut_kv(position).map_err(GenerateError::Failed)?;
             }
             // The model confirmed the next drafted token: it is in the KV cache already, and
             // its logits are the next in the batch.
@@ -926,23 +922,22 @@ impl<'m> Worker<'m> {
         top.pick(|t| self.allowed(&vocab, mask, guard, fim_stops, t), recent)
     }
 
-    /// Cuts the KV cache and `cached` to the first `n` positions.
-    fn cut_kv(&mut self, n: usize) {
+    /// Cuts the KV cache and `cached` to the first `n` positions; where llama.cpp refuses, the
+    /// cache is emptied and the caller told.
+    fn cut_kv(&mut self, n: usize) -> Result<(), String> {
         if self.ctx.clear_kv_cache_seq(Some(0), Some(n as u32), None).is_err() {
             self.forget_cache();
-        } else {
-            self.cut_cached(n);
+            return Err("the KV cache could not be cut".into());
         }
+        self.cut_cached(n);
+        Ok(())
     }
 
     /// Decodes cached position `at` again, alone, dropping what follows it: its logits are then
     /// at batch index 0.
     fn decode_again(&mut self, at: usize) -> Result<(), String> {
         let token = *self.cached.get(at).ok_or("no cached token to decode again")?;
-        self.cut_kv(at);
-        if self.cached.len() != at {
-            return Err("the KV cache could not be cut".into());
-        }
+        self.cut_kv(at)?;
         self.batch.clear();
         self.batch.add(token, at as i32, &[0], true).map_err(|e| e.to_string())?;
         if let Err(e) = self.decode() {
@@ -981,20 +976,10 @@ impl<'m> Worker<'m> {
         }
     }
 
-    /// The most likely token at batch index `i` whose text agrees with `rest`, what the lead
-    /// still needs ([`super::agrees`]; end tokens never do), and does not end the text blank
-    /// past it ([`super::ends_blank`]), the sampler's penalties applied.
-    fn sample_agreeing(&mut self, sampler: &mut LlamaSampler, i: i32, rest: &[u8], guard: Guard<'_>) -> LlamaToken {
-        self.sample_masked(sampler, i, &Mask::Agree(rest), guard, false)
-    }
-
-    /// What `sampler` picks from the logits at `i` with every end token masked (`fim_stops`: the
-    /// FIM stop tokens too), and every token that ends the text blank ([`super::ends_blank`]),
-    /// accepted as [`LlamaSampler::sample`] accepts its pick.
-    fn sample_going_on(&mut self, sampler: &mut LlamaSampler, i: i32, fim_stops: bool, guard: Guard<'_>) -> LlamaToken {
-        self.sample_masked(sampler, i, &Mask::GoOn, guard, fim_stops)
-    }
-
+    /// What `sampler` picks from the logits at batch index `i` among the tokens `mask` allows
+    /// ([`Worker::allowed`]: for a lead, those that agree with its rest, [`super::agrees`]; past
+    /// it, no end token; neither ending the text blank, [`super::ends_blank`]), the sampler's
+    /// penalties applied and its pick accepted as [`LlamaSampler::sample`] accepts one.
     fn sample_masked(&mut self, sampler: &mut LlamaSampler, i: i32, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool) -> LlamaToken {
         if mask.reads_pieces(guard) {
             self.load_pieces();
