@@ -131,9 +131,8 @@ enum End {
 /// line kept is one whose number is a multiple of a step: [`LINE_STEP`], or for a short run
 /// the largest power of two up to an eighth of its lines.
 fn keep_lines(text: &str, room: usize, count: &dyn Fn(&str) -> usize, end: End) -> String {
-    if count(text) <= room {
-        return text.to_owned();
-    }
+    // Counted from the kept end and no further than the room: a long text (a window's prefix,
+    // a long function's) is not counted whole first.
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut kept = 0;
     let mut used = 0;
@@ -148,6 +147,9 @@ fn keep_lines(text: &str, room: usize, count: &dyn Fn(&str) -> usize, end: End) 
         }
         used += cost;
         kept += 1;
+    }
+    if kept == lines.len() {
+        return text.to_owned();
     }
     match end {
         End::First => lines[..kept].concat(),
