@@ -149,12 +149,14 @@ pub fn run_trace((trace, file, text, at): &LoadedTrace, run: usize, setup: &Setu
         options["model"]["endpoint"] = json!(format!("http://127.0.0.1:{}", server.port()));
     }
     let root = trace.workspace.as_ref().map(|w| file_root(file, &trace.file, w));
-    let session = typing::start_in(&setup.exe, options, root.as_deref(), Stdio::from(log), TIMEOUT)?;
-    let mut client = session.client;
+    // The peer first: started after ghostline, its loading and warm-up ran into ghostline's
+    // first request (up to ~100 ms more on two cores).
     let peer = match &setup.peer_bin {
         Some(bin) => Some(start_peer(bin, &setup.model, setup.threads, &setup.peer_args, &setup.logs)?),
         None => None,
     };
+    let session = typing::start_in(&setup.exe, options, root.as_deref(), Stdio::from(log), TIMEOUT)?;
+    let mut client = session.client;
     let mut doc = TypedDoc::open(&mut client, typing::file_uri(file), &trace.language_id, text.clone(), *at);
     if setup.open_pause_ms > 0 {
         // The editor shows the file with its cursor (VS Code then asks for the code actions
