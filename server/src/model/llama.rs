@@ -640,7 +640,7 @@ impl<'m> Worker<'m> {
     /// `at`'s, kept there by [`Worker::keep_top`]) under `mask` and the penalty, taken from their
     /// top where that is certain ([`Top::pick`]); `None`: llama.cpp's sampler must decide. The
     /// sampler copies the whole vocabulary's logits into a new array for every token (~0.3 ms
-    /// here, a sixth of a token on a GPU); the top costs one scan of them.
+    /// on the development machine's CPU); the top costs one scan of them.
     fn pick_top(&mut self, at: usize, i: i32, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, recent: &Recent) -> Option<LlamaToken> {
         let top = self.keep_top(at, i)?;
         if mask.reads_pieces(guard) {
