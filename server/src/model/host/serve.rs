@@ -66,10 +66,18 @@ fn run(spec: &Spec) -> Result<(), String> {
             _ => std::thread::sleep(Duration::from_millis(20)),
         }
     };
-    // Holding the lock, we own the socket's name: a socket left there is a dead host's.
-    let _ = std::fs::remove_file(&place.socket);
-    let listener = UnixListener::bind(&place.socket).map_err(|e| format!("cannot listen on {}: {e}", place.socket.display()))?;
-    std::fs::set_permissions(&place.socket, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("{}: {e}", place.socket.display()))?;
+    // Holding the lock, we own the socket's name: a socket left there is a dead host's, and the
+    // rename below replaces it. The socket is bound under a name of its own and given its mode
+    // before it takes that name: bound in place, a window looking for it between the bind and
+    // the mode saw it open to others, refused it and loaded its own model.
+    let fresh = place.socket.with_extension(format!("sock.{}", std::process::id()));
+    let _ = std::fs::remove_file(&fresh);
+    let listener = UnixListener::bind(&fresh).map_err(|e| format!("cannot listen on {}: {e}", fresh.display()))?;
+    let placed = std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o600)).and_then(|()| std::fs::rename(&fresh, &place.socket));
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&fresh);
+        return Err(format!("cannot listen on {}: {e}", place.socket.display()));
+    }
     tracing::info!(socket = %place.socket.display(), "listening");
     let host = Arc::new(Host { info, work, windows: AtomicUsize::new(0), left: Mutex::new(Instant::now()), next: AtomicU64::new(1) });
     watch_linger(Arc::clone(&host), spec.linger(), place.socket.clone());
