@@ -643,6 +643,13 @@ impl<'m> Worker<'m> {
     /// on the development machine's CPU); the top costs one scan of them.
     fn pick_top(&mut self, at: usize, i: i32, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, recent: &Recent) -> Option<LlamaToken> {
         let top = self.keep_top(at, i)?;
+        self.pick_certain(&top, mask, guard, fim_stops, recent)
+    }
+
+    /// What greedy sampling picks under `mask` and the penalty from `top`, when certain
+    /// ([`Top::pick`]), for a fresh token ([`Worker::pick_top`]) and a replayed one
+    /// ([`Worker::pick_kept`]) alike.
+    fn pick_certain(&mut self, top: &Top, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, recent: &Recent) -> Option<LlamaToken> {
         if mask.reads_pieces(guard) {
             self.load_pieces();
         }
@@ -935,12 +942,8 @@ impl<'m> Worker<'m> {
     /// The token greedy sampling would pick at cached position `at` under `mask`, from what its
     /// logits made likely, when that is certain.
     fn pick_kept(&mut self, at: usize, mask: &Mask<'_>, guard: Guard<'_>, fim_stops: bool, recent: &Recent) -> Option<LlamaToken> {
-        if mask.reads_pieces(guard) {
-            self.load_pieces();
-        }
-        let top = self.tops.get(at)?.as_ref()?;
-        let vocab = self.model.vocab();
-        top.pick(|t| self.allowed(&vocab, mask, guard, fim_stops, t), recent)
+        let top = self.tops.get(at)?.clone()?;
+        self.pick_certain(&top, mask, guard, fim_stops, recent)
     }
 
     /// Cuts the KV cache and `cached` to the first `n` positions; where llama.cpp refuses, the
