@@ -17,6 +17,7 @@
 #   ENVS      the environment variants, `;`-separated, each `name:VAR=value ...` or `name:`
 #             (default "default:")
 #   TOKENS    prompt lengths (default "300 8")
+#   FAS       flash attention settings (default "off on")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 label="${1:?label}"
@@ -59,7 +60,7 @@ for which in "$@"; do
   for e in "${envs[@]}"; do
     name="${e%%:*}"
     vars="${e#*:}"
-    for fa in off on; do
+    for fa in ${FAS:-off on}; do
       for t in ${TOKENS:-300 8}; do
         tag="$which-$name-fa$fa-t$t"
         # shellcheck disable=SC2086

@@ -7,9 +7,14 @@
 #   3. cold prompts and the keystroke traces without a debounce against llama-server (llama.cpp's
 #      own kernels), ghostline with the patch's kernels and then with llama.cpp's own
 #      (GGML_CUDA_BATCH_INVARIANT=0: ghostline then keeps the aligned prefill of 8).
+# A step's kernels are `patched` (the patch's defaults), `stock`, or
+# `jN`: the patch's kernels with GGML_CUDA_BATCH_INVARIANT_J=N (N = 8 … 128: MMQ at that width;
+# 0: MMVQ in groups of 4 columns), or any NAME for which ENV_NAME holds the variables, e.g.
+# ENV_nofuse="GGML_CUDA_DISABLE_FUSION=1" STEPS="sizes-j8 sizes-nofuse" (that one reaches the peer too).
 # Writes everything under $OUT (or .device/out).
 #
-#   RUNS   trace replays per side (default 1)
+#   RUNS      trace replays per side (default 1)
+#   INV_ENVS  the invariance step's variants (invariance.sh's ENVS; default: patched and stock)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/device/common.sh
@@ -32,11 +37,16 @@ runs="${RUNS:-1}"
 for what in ${STEPS:-invariance sizes-patched traces-patched sizes-stock warm-cold traces-stock}; do
   kernels="${what#*-}"
   env=()
-  [ "$kernels" != stock ] || env=(GGML_CUDA_BATCH_INVARIANT=0)
+  case "$kernels" in
+    stock) env=(GGML_CUDA_BATCH_INVARIANT=0) ;;
+    j[0-9]*) env=(GGML_CUDA_BATCH_INVARIANT_J="${kernels#j}") ;;
+  esac
+  named="ENV_$kernels"
+  [ -z "${!named:-}" ] || read -r -a env <<< "${!named}"
   step "$what"
   case "$what" in
     invariance)
-      ENVS="patched:;stock:GGML_CUDA_BATCH_INVARIANT=0" timeout 150 scripts/device/invariance.sh gpu smol ;;
+      ENVS="${INV_ENVS:-patched:;stock:GGML_CUDA_BATCH_INVARIANT=0}" timeout 150 scripts/device/invariance.sh gpu smol ;;
     warm-cold)
       for trace in fixtures/traces/*.json; do
         timeout 120 "$ghostline" bench --model "$model" --threads 8 --warm-cold --trace "$trace" \
