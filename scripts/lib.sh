@@ -19,8 +19,9 @@ ensure_python_packages() {
 }
 
 # ensure_build_prerequisites — what building ghostline needs and a fresh machine may lack: cargo,
-# a C and C++ compiler, cmake (llama.cpp builds with it) and libclang (bindgen generates the
-# bindings with it). Missing apt packages are installed as .ci/run does when that needs no
+# a C and C++ compiler, cmake (llama.cpp builds with it), libclang (bindgen generates the
+# bindings with it) and patch (a CUDA build applies server/cuda/batch-invariant.patch with it;
+# tests/cuda_patch.rs checks it applies). Missing apt packages are installed as .ci/run does when that needs no
 # question (root, or sudo without a password); otherwise one line on stderr says what is
 # missing and the one command that installs it, and the function returns 1 before anything is
 # built. GHOSTLINE_NO_INSTALL=1 only checks (the tests use it).
@@ -28,6 +29,7 @@ ensure_build_prerequisites() {
   local pkgs=() missing=() sudo=
   command -v cmake >/dev/null 2>&1 || { pkgs+=(cmake); missing+=(cmake); }
   _have_libclang || { pkgs+=(libclang-dev); missing+=(libclang); }
+  command -v patch >/dev/null 2>&1 || { pkgs+=(patch); missing+=(patch); }
   if ! { command -v cc || command -v gcc || command -v clang; } >/dev/null 2>&1 \
     || ! { command -v c++ || command -v g++ || command -v clang++; } >/dev/null 2>&1; then
     pkgs+=(build-essential); missing+=("a C/C++ compiler")
