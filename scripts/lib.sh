@@ -21,8 +21,8 @@ ensure_python_packages() {
 # ensure_build_prerequisites — what building ghostline needs and a fresh machine may lack: cargo,
 # a C and C++ compiler, cmake (llama.cpp builds with it), libclang (bindgen generates the
 # bindings with it) and patch (a CUDA build applies server/cuda/batch-invariant.patch with it;
-# tests/cuda_patch.rs checks it applies). Missing apt packages are installed as .ci/run does when that needs no
-# question (root, or sudo without a password); otherwise one line on stderr says what is
+# tests/cuda_patch.rs checks it applies). Missing apt packages are installed as .ci/run does
+# when that needs no question (root, or sudo without a password); otherwise one line on stderr says what is
 # missing and the one command that installs it, and the function returns 1 before anything is
 # built. GHOSTLINE_NO_INSTALL=1 only checks (the tests use it).
 ensure_build_prerequisites() {
