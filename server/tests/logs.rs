@@ -38,3 +38,25 @@ fn code_reaches_logs_only_with_debug_log_code() {
     let verbose = stderr_after_completing(true);
     assert!(verbose.contains("zqx"), "debug.logCode did not log the prompt");
 }
+
+/// The grammars' queries compile at start, on a thread of their own beside the model's loading,
+/// not on the first `didOpen` (which the first completion request then waited behind): the log
+/// says they were compiled although no document was ever opened.
+#[test]
+fn language_queries_compile_at_start_before_any_document() {
+    let dir = TempDir::new("logs-warm");
+    let log = dir.join("stderr.log");
+    let mut client = spawn_with(&[("GHOSTLINE_LOG", "ghostline=debug")], Stdio::from(std::fs::File::create(&log).unwrap()));
+    initialize(&mut client, json!({}), json!({"model": {"path": model()}}));
+    wait_ready(&mut client);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let compiled = loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        if text.contains("language queries compiled") || std::time::Instant::now() > deadline {
+            break text.contains("language queries compiled");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(client.shutdown(TIMEOUT).unwrap().success());
+    assert!(compiled, "the queries were not compiled before the first document:\n{}", std::fs::read_to_string(&log).unwrap());
+}

@@ -40,6 +40,8 @@ static SHUTDOWN_ASKED: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 /// Runs the server on stdin/stdout until the client exits. Returns whether `shutdown` came
 /// first, which decides the exit code.
 pub async fn serve_stdio() -> bool {
+    // The grammars' queries compile while the client initializes and the model loads.
+    let _ = std::thread::Builder::new().name("syntax-warm".into()).spawn(crate::syntax::warm);
     let (service, socket) =
         LspService::build(Backend::new)
         .custom_method("ghostline/lastTimings", Backend::last_timings)
